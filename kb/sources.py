@@ -1,0 +1,377 @@
+"""Load the source corpus: dated, authority-weighted source versions.
+
+``load_sources(path)`` reads a folder (Markdown / HTML / text, parsed like KB documents), a
+``.jsonl`` file or a ``.parquet`` file and returns ``(sources, errors)``. Bad rows become
+``IngestError`` rows (stage ``sources``) and never stop the load: the rest is always returned.
+
+Rules (documented in docs/retrieval.md, tested in tests/test_sources.py):
+
+- id: front matter / field ``id`` (``doc_id`` for SciFact), else the path relative to the folder.
+- date: front matter / field ``published_at``, ``updated_at``, ``updated`` or ``date`` (first
+  present wins), ``date_origin`` = ``front_matter`` (folder) or ``field`` (JSONL/Parquet).
+  Missing: the file's modification time, ``date_origin='mtime'`` (for JSONL/Parquet rows, the
+  container file's). Unparsable: reported, then the same mtime fallback.
+- future date (after ``today``): reported and clamped to ``today`` (a scheduled post or a typo
+  must not outrank every real version for ever, yet the source stays retrievable).
+- no text: reported, skipped.
+- the same id twice with the same text and the same date: the copy is dropped, reported.
+- the same id with the same text and different dates: one version kept, with the latest date,
+  reported (a version is a distinct text; a re-publication only refreshes its date).
+- the same id with different texts: every text is kept as its own version (stale detection
+  needs the older and the newer statement); if two different texts share one date it is
+  reported, since neither can be called newer.
+- authority: ``authority`` (float, default 1.0; unparsable or negative: reported, 1.0).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+from kb.records import Block, Document, IngestError, SourceDoc, content_hash
+
+try:  # the shared document parser (kb/parse.py); a minimal fallback until it lands
+    from kb.parse import ParseError, parse_document
+except ImportError:  # pragma: no cover - removed once kb/parse.py is committed
+    ParseError = ValueError
+    parse_document = None
+
+DATE_KEYS = ("published_at", "updated_at", "updated", "date")
+FOLDER_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".html", ".htm"}
+MAX_FILE_BYTES = 5_000_000
+
+
+class _Collector:
+    def __init__(self, today: date):
+        self.today = today
+        self.sources: list[SourceDoc] = []
+        self.errors: list[IngestError] = []
+
+    def error(self, path: str, message: str) -> None:
+        self.errors.append(IngestError(path=path, stage="sources", error=message))
+
+
+def load_sources(path: str | Path, today: date | None = None) -> tuple[list[SourceDoc], list[IngestError]]:
+    """Load sources from a folder, a ``.jsonl`` or a ``.parquet`` file. See the module rules."""
+    path = Path(path)
+    col = _Collector(today or date.today())
+    if not path.exists():
+        col.error(str(path), "sources path does not exist")
+        return [], col.errors
+    if path.is_dir():
+        _load_folder(path, col)
+    elif path.suffix.lower() == ".jsonl":
+        _load_jsonl(path, col)
+    elif path.suffix.lower() == ".parquet":
+        _load_parquet(path, col)
+    else:
+        col.error(str(path), f"unsupported sources file type {path.suffix!r} (folder, .jsonl or .parquet)")
+        return [], col.errors
+    return _dedupe(col.sources, col), col.errors
+
+
+# ---------------------------------------------------------------- dates, authority
+
+
+def parse_date(value) -> date | None:
+    """A date from a YAML/JSON/Parquet value, or None when it cannot be read."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if hasattr(value, "to_pydatetime"):  # pandas Timestamp
+        try:
+            return value.to_pydatetime().date()
+        except (ValueError, OverflowError):
+            return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if 1000 <= value <= 9999 and float(value).is_integer():
+            return date(int(value), 1, 1)
+        try:  # epoch seconds (or milliseconds)
+            secs = value / 1000 if value > 1e11 else value
+            return datetime.fromtimestamp(secs, tz=timezone.utc).date()
+        except (ValueError, OverflowError, OSError):
+            return None
+    text = str(value).strip()
+    if not text:
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
+    except ValueError:
+        pass
+    for fmt in ("%Y/%m/%d", "%d %B %Y", "%d %b %Y", "%B %d, %Y", "%b %d, %Y", "%B %Y", "%b %Y", "%Y-%m", "%Y"):
+        try:
+            return datetime.strptime(text, fmt).date()
+        except ValueError:
+            continue
+    return None
+
+
+def _mtime(path: Path) -> date | None:
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc).date()
+    except OSError:
+        return None
+
+
+def _resolve_date(meta: dict, origin: str, fallback_path: Path, where: str, col: _Collector):
+    """(date, date_origin) by the module rules, reporting unparsable and future dates."""
+    for key in DATE_KEYS:
+        raw = meta.get(key)
+        if raw is None or raw == "":
+            continue
+        d = parse_date(raw)
+        if d is None:
+            col.error(where, f"unparsable date {key}={str(raw)[:40]!r}: using the file modification time")
+            break
+        if d > col.today:
+            col.error(where, f"future date {key}={d.isoformat()}: clamped to {col.today.isoformat()}")
+            d = col.today
+        return d, origin
+    d = _mtime(fallback_path)
+    return (d, "mtime") if d is not None else (None, "none")
+
+
+def _authority(meta: dict, where: str, col: _Collector) -> float:
+    raw = meta.get("authority")
+    if raw is None or raw == "":
+        return 1.0
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not value >= 0 or value == float("inf"):
+        col.error(where, f"bad authority {str(raw)[:20]!r}: using 1.0")
+        return 1.0
+    return value
+
+
+def _make(col: _Collector, *, source_id, text, title, meta, origin, fallback_path, where, url="", blocks=()):
+    if not isinstance(text, str) or not text.strip():
+        col.error(where, f"source {source_id!r} has no text: skipped")
+        return
+    d, date_origin = _resolve_date(meta, origin, fallback_path, where, col)
+    col.sources.append(
+        SourceDoc(
+            source_id=str(source_id),
+            source_version=content_hash(text),
+            title=str(title or ""),
+            text=text,
+            source_date=d,
+            date_origin=date_origin,
+            authority=_authority(meta, where, col),
+            url=str(url or ""),
+            path=where,
+            blocks=tuple(blocks),
+        )
+    )
+
+
+# ---------------------------------------------------------------- folder
+
+
+def _load_folder(root: Path, col: _Collector) -> None:
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = file.relative_to(root).as_posix()
+        if any(part.startswith(".") for part in file.relative_to(root).parts):
+            continue
+        if file.suffix.lower() not in FOLDER_SUFFIXES:
+            continue
+        try:
+            if file.stat().st_size > MAX_FILE_BYTES:
+                col.error(str(file), f"source file larger than {MAX_FILE_BYTES} bytes: skipped")
+                continue
+            raw = file.read_bytes()
+        except OSError as exc:
+            col.error(str(file), f"unreadable: {exc.strerror or exc}")
+            continue
+        try:
+            doc = parse_document(raw, rel, str(file))
+        except (ParseError, ValueError) as exc:
+            col.error(str(file), f"unparsable source: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+            continue
+        meta = dict(doc.meta or {})
+        body = "".join(b.text for b in doc.blocks)
+        if not body.strip():
+            col.error(str(file), f"source {meta.get('id') or rel!r} has no text: skipped")
+            continue
+        _make(
+            col,
+            source_id=meta.get("id") or rel,
+            text=doc.text,
+            title=meta.get("title") or doc.title or rel,
+            meta=meta,
+            origin="front_matter",
+            fallback_path=file,
+            where=str(file),
+            url=meta.get("url") or "",
+            blocks=doc.blocks,
+        )
+
+
+# ---------------------------------------------------------------- JSONL / Parquet rows
+
+
+def _row_to_source(row: dict, file: Path, where: str, col: _Collector) -> None:
+    if not isinstance(row, dict):
+        col.error(where, "row is not a JSON object: skipped")
+        return
+    source_id = row.get("id", row.get("doc_id"))
+    if source_id is None or str(source_id).strip() == "":
+        col.error(where, "row has no id: skipped")
+        return
+    text = row.get("text")
+    blocks: tuple[Block, ...] = ()
+    abstract = row.get("abstract")
+    if (text is None or text == "") and abstract is not None:
+        if isinstance(abstract, str):
+            text = abstract
+        else:  # SciFact: a list of sentences, kept as one block per sentence
+            sentences = [str(s).strip() for s in list(abstract) if str(s).strip()]
+            text, blocks = _join_sentences(sentences)
+    _make(
+        col,
+        source_id=source_id,
+        text=text,
+        title=row.get("title") or "",
+        meta=row,
+        origin="field",
+        fallback_path=file,
+        where=where,
+        url=row.get("url") or "",
+        blocks=blocks,
+    )
+
+
+def _join_sentences(sentences: list[str]) -> tuple[str, tuple[Block, ...]]:
+    blocks = []
+    pos = 0
+    for s in sentences:
+        blocks.append(Block(kind="text", start=pos, end=pos + len(s), text=s, offsets=tuple(range(pos, pos + len(s)))))
+        pos += len(s) + 1
+    return " ".join(sentences), tuple(blocks)
+
+
+def _load_jsonl(file: Path, col: _Collector) -> None:
+    try:
+        handle = file.open("r", encoding="utf-8", errors="strict")
+    except OSError as exc:
+        col.error(str(file), f"unreadable: {exc.strerror or exc}")
+        return
+    with handle:
+        lineno = 0
+        while True:
+            lineno += 1
+            try:
+                line = handle.readline()
+            except UnicodeDecodeError:
+                col.error(f"{file}:{lineno}", "not UTF-8: rest of file skipped")
+                return
+            if not line:
+                return
+            if not line.strip():
+                continue
+            where = f"{file}:{lineno}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                col.error(where, f"malformed JSON: {exc.msg}")
+                continue
+            _row_to_source(row, file, where, col)
+
+
+def _load_parquet(file: Path, col: _Collector) -> None:
+    try:
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(file).to_pylist()
+    except Exception as exc:  # noqa: BLE001 - any unreadable Parquet is one error row
+        col.error(str(file), f"unreadable Parquet: {type(exc).__name__}: {str(exc)[:120]}")
+        return
+    for i, row in enumerate(rows):
+        _row_to_source(row, file, f"{file}#{i}", col)
+
+
+# ---------------------------------------------------------------- duplicate ids
+
+
+def _dedupe(sources: list[SourceDoc], col: _Collector) -> list[SourceDoc]:
+    kept: dict[tuple[str, str], SourceDoc] = {}
+    order: list[tuple[str, str]] = []
+    for s in sources:
+        key = (s.source_id, s.source_version)
+        prev = kept.get(key)
+        if prev is None:
+            kept[key] = s
+            order.append(key)
+        elif prev.source_date == s.source_date:
+            col.error(s.path, f"duplicate of source {s.source_id!r} (same text and date, {prev.path}): dropped")
+        else:
+            latest = max(prev, s, key=lambda x: x.source_date or date.min)
+            col.error(
+                s.path,
+                f"source {s.source_id!r} has the same text under two dates "
+                f"({prev.source_date}, {s.source_date}): one version kept, dated {latest.source_date}",
+            )
+            kept[key] = replace(prev, source_date=latest.source_date, date_origin=latest.date_origin)
+    out = [kept[k] for k in order]
+    seen: dict[tuple[str, date | None], str] = {}
+    for s in out:
+        k = (s.source_id, s.source_date)
+        if k in seen and seen[k] != s.source_version:
+            col.error(s.path, f"source {s.source_id!r} has two different texts dated {s.source_date}: both kept")
+        seen.setdefault(k, s.source_version)
+    return out
+
+
+# ---------------------------------------------------------------- fallback parser (temporary)
+
+_PARA = re.compile(r"[^\n]+(?:\n[^\n]+)*")
+_HTML_TEXT = re.compile(r"(?is)<(script|style)\b.*?</\1>|<[^>]*>|([^<]+)")
+
+
+def _fallback_parse(raw: bytes, doc_id: str, path: str) -> Document:
+    import yaml
+
+    if b"\x00" in raw[:4096]:
+        raise ValueError("binary file")
+    text = raw.decode("utf-8")
+    meta: dict = {}
+    body = 0
+    if text.startswith("---\n"):
+        end = text.find("\n---", 4)
+        if end > 0:
+            try:
+                loaded = yaml.safe_load(text[4:end])
+            except yaml.YAMLError as exc:
+                raise ValueError(f"bad front matter: {type(exc).__name__}") from exc
+            meta = loaded if isinstance(loaded, dict) else {}
+            body = text.find("\n", end + 4) + 1 or len(text)
+    blocks = []
+    if path.lower().endswith((".html", ".htm")):
+        spans = [(m.start(2), m.end(2)) for m in _HTML_TEXT.finditer(text, body) if m.group(2) and m.group(2).strip()]
+    else:
+        spans = [(m.start(), m.end()) for m in _PARA.finditer(text, body) if m.group().strip()]
+    for a, b in spans:
+        chunk = text[a:b]
+        lead = len(chunk) - len(chunk.lstrip())
+        a, b = a + lead, a + len(chunk.rstrip())
+        if b > a:
+            blocks.append(Block(kind="paragraph", start=a, end=b, text=text[a:b], offsets=tuple(range(a, b))))
+    return Document(
+        doc_id=doc_id, version_id=content_hash(raw), path=path, format="text", text=text,
+        title=str(meta.get("title") or ""), meta=meta, blocks=tuple(blocks), bytes=len(raw),
+    )
+
+
+if parse_document is None:  # pragma: no cover
+    parse_document = _fallback_parse
