@@ -1,0 +1,94 @@
+"""The `audit` flow: ingest -> split -> retrieve -> verify -> correct -> store."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+from prefect import flow
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+from kb.config import Settings
+from kb.log import logger
+from kb.pipeline import AuditResult
+from kb.store import Store, new_run_id
+from tasks.stages import (
+    correct_task,
+    ingest_task,
+    retrieve_task,
+    sources_task,
+    split_task,
+    status_task,
+    verify_task,
+    write_task,
+)
+
+
+def _shards(items: list, size: int) -> list[list]:
+    return [items[i : i + size] for i in range(0, len(items), size)] or [[]]
+
+
+@flow(name="audit", validate_parameters=False)
+def audit(settings: Settings, run_id: str | None = None) -> dict:
+    """Audit one KB folder against its sources and write a new run to the store."""
+    settings.validate()
+    store = Store(settings.out)
+    store.lock()
+    try:
+        removed = store.clear_stale_staging()
+        if removed:
+            logger.warning("removed %d unfinished run(s) from an earlier crash: %s", len(removed), ", ".join(removed))
+        run_id = run_id or new_run_id()
+        started_at = dt.datetime.now(dt.timezone.utc)
+        clock = time.perf_counter()
+        result = AuditResult()
+
+        result.documents, result.errors = ingest_task(settings)
+        logger.info("[1/6] ingest: %d documents, %d errors", len(result.documents), len(result.errors))
+        for shard in _shards(result.documents, settings.shard_size):
+            claims, errors = split_task(shard)
+            result.claims += claims
+            result.errors += errors
+        checkworthy = sum(1 for c in result.claims if c.checkworthy)
+        logger.info("[2/6] claims: %d (%d check-worthy)", len(result.claims), checkworthy)
+
+        sources, source_errors = sources_task(settings)
+        result.errors += source_errors
+        result.evidence, receipt = retrieve_task(
+            sources, result.claims, settings, run_id, settings.out / "cache", settings.out / "keys"
+        )
+        result.receipts = [receipt]
+        logger.info("[3/6] retrieve: %d source versions, evidence for %d claims", len(sources), len(result.evidence))
+
+        result.verdicts = verify_task(result.claims, result.evidence, settings)
+        logger.info("[4/6] verify: %s", result.label_counts())
+        result.edits = correct_task(result.documents, result.claims, result.verdicts)
+        result.doc_status = status_task(result.documents, result.claims, result.verdicts)
+        logger.info("[5/6] corrections: %d edits drafted", len(result.edits))
+
+        result.seconds = time.perf_counter() - clock
+        row = write_task(store, run_id, result, settings, started_at)
+        logger.info("[6/6] store: run %s written to %s", run_id, settings.out)
+        _publish_artifacts(run_id, row)
+        return {"run_id": run_id, **{k: v for k, v in row.items() if k not in ("started_at", "finished_at", "config")}}
+    finally:
+        store.unlock()
+
+
+def _publish_artifacts(run_id: str, row: dict) -> None:
+    labels = ("supported", "contradicted", "stale", "uncertain")
+    create_table_artifact(
+        key="label-counts",
+        table=[{"label": label, "claims": int(row[label])} for label in labels],
+        description=f"Claims per label in run {run_id}",
+    )
+    lines = [
+        f"# kbaudit run `{run_id}`",
+        "",
+        f"- documents: {row['documents']}, ingest errors: {row['ingest_errors']}",
+        f"- claims: {row['claims']} ({row['checkworthy']} check-worthy)",
+        *[f"- {label}: {row[label]}" for label in labels],
+        f"- edits drafted: {row['edits']}",
+        f"- seconds: {row['seconds']:.1f}",
+    ]
+    create_markdown_artifact(key="run-summary", markdown="\n".join(lines), description="kbaudit run summary")

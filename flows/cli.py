@@ -1,0 +1,218 @@
+"""The `kbaudit` command line.
+
+Exit status: 0 success; 1 findings at or above --fail-on; 2 usage or configuration error;
+3 the run itself failed. --json never changes the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import sys
+from pathlib import Path
+
+from flows.env import prepare_environment
+
+BENCHES = {
+    "demo": "kb.bench.demo",
+    "claims": "kb.bench.claims",
+    "retrieval": "kb.bench.retrieval",
+    "labels": "kb.bench.labels",
+    "drift": "kb.bench.drift",
+}
+LABELS = ("supported", "contradicted", "stale", "uncertain")
+
+
+class UsageError(Exception):
+    pass
+
+
+def _print_json(data) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def _format_summary(row: dict) -> str:
+    lines = [
+        f"kbaudit run {row['run_id']} ({row['depth']}): {row['documents']} documents, "
+        f"{row['claims']} claims ({row['checkworthy']} check-worthy), {row['ingest_errors']} ingest errors",
+        "",
+        f"{'label':<14}{'claims':>7}",
+        *[f"{label:<14}{int(row[label]):>7}" for label in LABELS],
+        "",
+        f"edits drafted: {row['edits']}",
+        f"seconds: {float(row['seconds']):.1f}",
+    ]
+    return "\n".join(lines)
+
+
+# ---- commands ----------------------------------------------------------------------------
+def cmd_run(args) -> int:
+    from kb.config import load_settings
+
+    flags = {
+        "docs": args.docs,
+        "sources": args.sources,
+        "out": args.out,
+        "depth": args.depth,
+        "full": True if args.full else None,
+        "apply": True if args.apply else None,
+        "today": args.today,
+        "fail_on": args.fail_on,
+    }
+    settings = load_settings(flags).validate()
+
+    from flows.audit import audit
+
+    row = audit(settings)
+    if args.json:
+        _print_json(row)
+    else:
+        print(_format_summary(row))
+        print(f"store: {settings.out} (open {settings.out / 'kbaudit.duckdb'} with DuckDB)")
+    findings = sum(int(row[label]) for label in settings.fail_on)
+    return 1 if findings else 0
+
+
+def cmd_report(args) -> int:
+    from kb.store import Store
+
+    store = Store(args.out)
+    run_ids = store.run_ids()
+    if not run_ids:
+        raise UsageError(f"no completed run in {args.out}")
+    run_id = args.run or run_ids[-1]
+    if run_id not in run_ids:
+        raise UsageError(f"no run {run_id!r} in {args.out}")
+    frame = store.query("SELECT * FROM runs WHERE run_id = ?", [run_id])
+    row = frame.iloc[0].to_dict()
+    if args.json:
+        _print_json(row)
+    else:
+        print(_format_summary(row))
+    return 0
+
+
+def cmd_sql(args) -> int:
+    import duckdb
+
+    from kb.store import Store
+
+    try:
+        frame = Store(args.out).query(args.query)
+    except duckdb.Error as exc:
+        raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from None
+    if args.json:
+        print(frame.to_json(orient="records", date_format="iso", default_handler=str))
+    else:
+        with_pd_options(lambda: print(frame.to_string(index=False)))
+    return 0
+
+
+def with_pd_options(fn) -> None:
+    import pandas as pd
+
+    with pd.option_context("display.max_colwidth", 80, "display.width", 200, "display.max_rows", 500):
+        fn()
+
+
+def cmd_bench(args) -> int:
+    metrics = args.bench_module.run(args)
+    for name, value in metrics.items():
+        print(f"{name:<32}{value:>12.4f}" if isinstance(value, float) else f"{name:<32}{value!s:>12}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+def cmd_train(args) -> int:
+    from kb.verify import train
+
+    metrics = train.run(args)
+    _print_json(metrics)
+    return 0
+
+
+# ---- parser ------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kbaudit", description="Re-verify a knowledge base against its sources.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="audit a KB folder (no DOCS: the bundled demo KB)")
+    run.add_argument("docs", nargs="?", help="folder of KB documents")
+    run.add_argument("--sources", action="append", help="folder, .jsonl or .parquet of dated sources (repeatable)")
+    run.add_argument("--out", help="store folder (default ./kbaudit-out)")
+    run.add_argument("--depth", help="D0..D5 or fast/standard/strict/audit (default D1)")
+    run.add_argument("--full", action="store_true", help="re-verify every claim")
+    run.add_argument("--apply", action="store_true", help="write accepted edits to the KB files")
+    run.add_argument("--today", help="pin today's date (YYYY-MM-DD) for freshness checks")
+    run.add_argument("--fail-on", help="comma-separated labels that make the exit status 1")
+    run.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    run.set_defaults(func=cmd_run)
+
+    report = sub.add_parser("report", help="print a run's summary")
+    report.add_argument("--run", help="run id (default: the newest)")
+    report.add_argument("--out", default="kbaudit-out")
+    report.add_argument("--json", action="store_true")
+    report.set_defaults(func=cmd_report)
+
+    sql = sub.add_parser("sql", help="query the store's DuckDB views")
+    sql.add_argument("query")
+    sql.add_argument("--out", default="kbaudit-out")
+    sql.add_argument("--json", action="store_true")
+    sql.set_defaults(func=cmd_sql)
+
+    train = sub.add_parser("train-verifier", help="train the offline verifier model")
+    try:
+        importlib.import_module("kb.verify.train").add_arguments(train)
+    except ImportError:
+        pass
+    train.set_defaults(func=cmd_train)
+
+    bench = sub.add_parser("bench", help="benchmarks that print figures")
+    bench_sub = bench.add_subparsers(dest="bench", required=True)
+    for name, module_name in BENCHES.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        sub_parser = bench_sub.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else None)
+        module.add_arguments(sub_parser)
+        sub_parser.add_argument("--json", help="write the metrics to this file as one JSON object")
+        sub_parser.set_defaults(func=cmd_bench, bench_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    prepare_environment()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    from kb.config import ConfigError
+    from kb.store import StoreError
+
+    try:
+        return args.func(args)
+    except (ConfigError, UsageError) as exc:
+        print(f"kbaudit: error: {exc}", file=sys.stderr)
+        return 2
+    except StoreError as exc:
+        print(f"kbaudit: error: {exc}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("kbaudit: interrupted; the store is unchanged", file=sys.stderr)
+        return 3
+    except Exception as exc:  # the run itself failed: one line, then the trace for debugging
+        logging.getLogger("kbaudit").debug("run failed", exc_info=True)
+        print(f"kbaudit: run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Ingest: walk a KB folder and parse every document, turning each bad file into an error row.
+
+A bad file (unreadable, binary, undecodable, oversized, hostile front matter) never stops the
+batch: it becomes an `IngestError` with a one-line reason and the walk goes on.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pathspec
+
+from kb.log import logger
+from kb.parse import ParseError, parse_document
+from kb.records import Document, IngestError
+
+DOC_SUFFIXES = {".md", ".markdown", ".mdx", ".txt", ".text", ".html", ".htm", ".rst"}
+IGNORE_FILE = ".kbauditignore"
+
+
+def _ignore_spec(root: Path) -> pathspec.PathSpec | None:
+    path = root / IGNORE_FILE
+    if not path.is_file():
+        return None
+    return pathspec.PathSpec.from_lines("gitwildmatch", path.read_text("utf-8", errors="replace").splitlines())
+
+
+def list_documents(root: Path) -> tuple[list[Path], list[IngestError]]:
+    """Document files under root, sorted, minus ignored paths and links that leave the root."""
+    root = root.resolve()
+    spec = _ignore_spec(root)
+    files: list[Path] = []
+    errors: list[IngestError] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            rel = path.relative_to(root).as_posix()
+            if name.startswith(".") or path.suffix.lower() not in DOC_SUFFIXES:
+                continue
+            if spec is not None and spec.match_file(rel):
+                continue
+            if path.is_symlink():
+                target = path.resolve()
+                if not target.is_relative_to(root):
+                    errors.append(IngestError(rel, "read", f"symlink points outside the KB root ({target}); skipped"))
+                    continue
+            files.append(path)
+    return files, errors
+
+
+def ingest(root: Path, max_bytes: int) -> tuple[list[Document], list[IngestError]]:
+    root = Path(root)
+    files, errors = list_documents(root)
+    documents: list[Document] = []
+    resolved_root = root.resolve()
+    for path in files:
+        rel = path.relative_to(resolved_root).as_posix()
+        try:
+            size = path.stat().st_size
+            if size > max_bytes:
+                errors.append(IngestError(rel, "read", f"file is {size} bytes, over the {max_bytes}-byte limit; skipped"))
+                continue
+            raw = path.read_bytes()
+        except OSError as exc:
+            errors.append(IngestError(rel, "read", f"cannot read file: {exc.strerror or exc}"))
+            continue
+        try:
+            doc = parse_document(raw, rel, str(path))
+        except ParseError as exc:
+            errors.append(IngestError(rel, "parse", str(exc)))
+            continue
+        if doc.ignore:
+            logger.info("skipping %s: front matter says kbaudit.ignore", rel)
+            continue
+        documents.append(doc)
+    logger.info("ingested %d documents from %s (%d errors)", len(documents), root, len(errors))
+    return documents, errors

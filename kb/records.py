@@ -1,0 +1,204 @@
+"""Typed records that cross stage boundaries.
+
+Every stage of the pipeline takes and returns these (or lists of them); the store turns
+lists of them into Arrow tables using ``kb.schema``. Keeping them in one module means a
+newcomer can read the whole data model in one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass, field
+from datetime import date
+
+LABELS = ("supported", "contradicted", "stale", "uncertain")
+CLAIM_TYPES = (
+    "factual",
+    "numeric",
+    "temporal",
+    "comparative",
+    "causal",
+    "procedural",
+    "normative",
+    "speculative",
+)
+RISKS = ("low", "medium", "high")
+GAP_TYPES = ("technical", "systemic", "undecidable")
+
+
+def content_hash(data: bytes | str, length: int = 16) -> str:
+    """Short, stable content id (sha256 prefix). Used for version ids and claim ids."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()[:length]
+
+
+def as_row(record) -> dict:
+    """A record as a plain dict (the store converts lists of these to Arrow)."""
+    return dataclasses.asdict(record)
+
+
+@dataclass(frozen=True)
+class Block:
+    """A run of prose in a parsed document: a heading, paragraph, list item, table row or quote.
+
+    ``start``/``end`` are character offsets into ``Document.text``; ``text`` is the visible
+    plain text of the block (markup removed). ``offsets`` maps each character of ``text``
+    back to its offset in the document (same length as ``text``), so a sentence found in
+    ``text`` can be mapped to an exact span of the document.
+    """
+
+    kind: str  # heading | paragraph | list_item | table_row | quote | text
+    start: int
+    end: int
+    text: str
+    offsets: tuple[int, ...]
+    section: tuple[str, ...] = ()  # heading path above the block
+    level: int = 0  # heading level, or list nesting depth
+    lead_in: str = ""  # for list items: the sentence that introduces the list
+    headers: tuple[str, ...] = ()  # for table rows: column headers
+
+
+@dataclass(frozen=True)
+class Document:
+    """One version of one KB document (or one source file)."""
+
+    doc_id: str  # path relative to the KB root, POSIX separators
+    version_id: str  # content_hash of the raw bytes
+    path: str  # absolute path it was read from
+    format: str  # markdown | html | text
+    text: str  # the decoded file, front matter included: spans point into this
+    title: str
+    updated: date | None = None
+    owner: str | None = None
+    risk: str | None = None
+    tags: tuple[str, ...] = ()
+    meta: dict = field(default_factory=dict)  # the whole front matter
+    blocks: tuple[Block, ...] = ()
+    bytes: int = 0
+    ignore: bool = False  # front matter `kbaudit: {ignore: true}`
+
+
+@dataclass(frozen=True)
+class IngestError:
+    path: str
+    stage: str  # read | decode | parse | claims | sources
+    error: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    claim_id: str
+    doc_id: str
+    version_id: str
+    start: int  # span into Document.text
+    end: int
+    source_text: str  # as written (== Document.text[start:end] modulo markup)
+    text: str  # self-contained rewrite used for retrieval and verification
+    checkworthy: bool = True
+    reason: str = ""  # why not check-worthy (or why rewritten)
+    type: str = "factual"
+    risk: str = "low"
+    time_sensitive: bool = False
+    freshness_days: int | None = None
+    requirements: tuple[str, ...] = ("source_passage",)
+    section: str = ""  # heading path, " > " joined
+
+
+@dataclass(frozen=True)
+class SourceDoc:
+    """One dated version of one source. Several versions may share a source_id."""
+
+    source_id: str
+    source_version: str  # content_hash of the text
+    title: str
+    text: str
+    source_date: date | None
+    date_origin: str  # front_matter | field | mtime | none
+    authority: float = 1.0
+    url: str = ""
+    path: str = ""
+    blocks: tuple[Block, ...] = ()
+
+
+@dataclass(frozen=True)
+class Passage:
+    passage_id: str  # content_hash(source_version + offsets)
+    source_id: str
+    source_version: str
+    source_date: date | None
+    authority: float
+    start: int  # offsets into SourceDoc.text
+    end: int
+    text: str
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    claim_id: str
+    rank: int  # 1-based
+    passage_id: str
+    source_id: str
+    source_version: str
+    source_date: date | None
+    authority: float
+    passage: str
+    sentence: str  # best-aligned sentence within the passage
+    score_bm25: float
+    score_dense: float
+    score_fused: float
+    receipt_id: str = ""
+
+    @property
+    def evidence_id(self) -> str:
+        return content_hash(f"{self.claim_id}|{self.passage_id}")
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One verifier's view of one claim against one evidence sentence."""
+
+    relation: str  # supports | refutes | nei
+    confidence: float  # calibrated probability of `relation`
+    tier: str  # rules | model | llm
+    rationale: str
+    # For refutes: the value the evidence gives for the conflicting slot, if the
+    # conflict is a slot (number, date, version, identifier...), so a correction can use it.
+    claim_value: str | None = None
+    evidence_value: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim_id: str
+    label: str  # one of LABELS
+    confidence: float
+    tier: str
+    rationale: str
+    gap_type: str | None = None
+    gap_severity: str | None = None
+    action: str | None = None
+    evidence_ids: tuple[str, ...] = ()
+    # What the correction step needs: the conflicting value in the claim and the value the
+    # deciding (newest) evidence gives, plus that evidence's sentence.
+    claim_value: str | None = None
+    evidence_value: str | None = None
+    evidence_sentence: str | None = None
+    reused: bool = False
+
+
+@dataclass(frozen=True)
+class Edit:
+    edit_id: str
+    claim_id: str
+    doc_id: str
+    base_version: str
+    start: int
+    end: int
+    old_text: str
+    new_text: str
+    risk: str
+    status: str  # auto | queued | approved | rejected | applied | conflicted | needs_rewrite
+    reason: str

@@ -1,0 +1,139 @@
+"""Arrow schemas of every Parquet table in the store (the one place they are defined).
+
+Tables are hive-partitioned by ``run_id`` (the folder name), so ``run_id`` is not a column
+inside the files; DuckDB and pyarrow add it from the path.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+_STR = pa.string()
+_STRS = pa.list_(pa.string())
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "runs": pa.schema(
+        [
+            ("started_at", pa.timestamp("us", tz="UTC")),
+            ("finished_at", pa.timestamp("us", tz="UTC")),
+            ("status", _STR),
+            ("depth", _STR),
+            ("docs_root", _STR),
+            ("sources_root", _STR),
+            ("config_hash", _STR),
+            ("config", _STR),  # JSON of the public settings (no secrets)
+            ("documents", pa.int64()),
+            ("claims", pa.int64()),
+            ("checkworthy", pa.int64()),
+            ("supported", pa.int64()),
+            ("contradicted", pa.int64()),
+            ("stale", pa.int64()),
+            ("uncertain", pa.int64()),
+            ("reused", pa.int64()),
+            ("escalated", pa.int64()),
+            ("ingest_errors", pa.int64()),
+            ("edits", pa.int64()),
+            ("calls", pa.int64()),
+            ("tokens", pa.int64()),
+            ("seconds", pa.float64()),
+        ]
+    ),
+    "documents": pa.schema(
+        [
+            ("doc_id", _STR),
+            ("version_id", _STR),
+            ("parent_version", _STR),
+            ("title", _STR),
+            ("updated", pa.date32()),
+            ("owner", _STR),
+            ("risk", _STR),
+            ("bytes", pa.int64()),
+            ("format", _STR),
+            ("status", _STR),
+            ("score", pa.float64()),
+            ("score_components", _STR),  # JSON
+        ]
+    ),
+    "ingest_errors": pa.schema([("path", _STR), ("stage", _STR), ("error", _STR)]),
+    "claims": pa.schema(
+        [
+            ("claim_id", _STR),
+            ("doc_id", _STR),
+            ("version_id", _STR),
+            ("start", pa.int64()),
+            ("end", pa.int64()),
+            ("source_text", _STR),
+            ("text", _STR),
+            ("checkworthy", pa.bool_()),
+            ("reason", _STR),
+            ("type", _STR),
+            ("risk", _STR),
+            ("time_sensitive", pa.bool_()),
+            ("freshness_days", pa.int64()),
+            ("requirements", _STRS),
+            ("section", _STR),
+        ]
+    ),
+    "evidence": pa.schema(
+        [
+            ("evidence_id", _STR),
+            ("claim_id", _STR),
+            ("rank", pa.int64()),
+            ("passage_id", _STR),
+            ("source_id", _STR),
+            ("source_version", _STR),
+            ("source_date", pa.date32()),
+            ("authority", pa.float64()),
+            ("passage", _STR),
+            ("sentence", _STR),
+            ("score_bm25", pa.float64()),
+            ("score_dense", pa.float64()),
+            ("score_fused", pa.float64()),
+            ("receipt_id", _STR),
+        ]
+    ),
+    "verdicts": pa.schema(
+        [
+            ("claim_id", _STR),
+            ("label", _STR),
+            ("confidence", pa.float64()),
+            ("tier", _STR),
+            ("rationale", _STR),
+            ("gap_type", _STR),
+            ("gap_severity", _STR),
+            ("action", _STR),
+            ("evidence_ids", _STRS),
+            ("claim_value", _STR),
+            ("evidence_value", _STR),
+            ("evidence_sentence", _STR),
+            ("reused", pa.bool_()),
+        ]
+    ),
+    "edits": pa.schema(
+        [
+            ("edit_id", _STR),
+            ("claim_id", _STR),
+            ("doc_id", _STR),
+            ("base_version", _STR),
+            ("start", pa.int64()),
+            ("end", pa.int64()),
+            ("old_text", _STR),
+            ("new_text", _STR),
+            ("risk", _STR),
+            ("status", _STR),
+            ("reason", _STR),
+        ]
+    ),
+    "receipts": pa.schema(
+        [
+            ("receipt_id", _STR),
+            ("tool", _STR),
+            ("input_hash", _STR),
+            ("output_hash", _STR),
+            ("created_at", _STR),
+            ("signature", _STR),
+        ]
+    ),
+}
+
+TABLES = tuple(SCHEMAS)

@@ -1,0 +1,169 @@
+"""The store: append-only Parquet tables per run, plus a DuckDB file of views over them.
+
+Layout under the output folder::
+
+    <table>/run_id=<id>/part-0.parquet   one partition per completed run
+    .staging/<id>/<table>/part-0.parquet a run being written (invisible to readers)
+    kbaudit.duckdb                       views over the tables
+    .lock                                held by the run that is writing
+    cache/                               embeddings and model outputs by content hash
+
+A run becomes visible only when complete: every table is written to staging, each table
+folder is renamed into place, and the ``runs`` partition goes last. Views only show rows
+whose run has a ``runs`` row, so a crash part-way through the renames leaves nothing visible.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import fcntl
+import os
+import secrets
+import shutil
+from pathlib import Path
+from typing import Iterable
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kb.log import logger
+from kb.schema import SCHEMAS, TABLES
+from kb.views import view_sql
+
+DB_FILE = "kbaudit.duckdb"
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+class StoreLocked(StoreError):
+    pass
+
+
+def new_run_id(now: dt.datetime | None = None) -> str:
+    """Sortable by time, unique across concurrent starts."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return now.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def to_arrow(table: str, rows: Iterable) -> pa.Table:
+    """Records (dataclasses or dicts) to an Arrow table with the table's schema.
+
+    Keys that the schema does not have are dropped; missing ones become null.
+    """
+    schema = SCHEMAS[table]
+    dicts = [dataclasses.asdict(r) if dataclasses.is_dataclass(r) else dict(r) for r in rows]
+    columns = {}
+    for name in schema.names:
+        values = []
+        for d in dicts:
+            v = d.get(name)
+            if isinstance(v, tuple):
+                v = list(v)
+            values.append(v)
+        columns[name] = pa.array(values, type=schema.field(name).type)
+    return pa.Table.from_pydict(columns, schema=schema)
+
+
+class Store:
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self._lock_fd: int | None = None
+
+    # ---- writing a run -------------------------------------------------------------
+    def lock(self) -> None:
+        """Take the store's write lock, or refuse at once with the holder's pid."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise StoreLocked(
+                f"another kbaudit run is writing to {self.root} (pid {holder}); wait for it to finish"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def staging(self, run_id: str) -> Path:
+        return self.root / ".staging" / run_id
+
+    def clear_stale_staging(self) -> list[str]:
+        """Remove folders of runs that never completed (the lock is held, so none is live)."""
+        base = self.root / ".staging"
+        removed = []
+        if base.is_dir():
+            for child in base.iterdir():
+                shutil.rmtree(child, ignore_errors=True)
+                removed.append(child.name)
+        return removed
+
+    def write_table(self, run_id: str, table: str, rows: Iterable) -> int:
+        data = to_arrow(table, rows)
+        folder = self.staging(run_id) / table
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / "part-0.parquet.tmp"
+        pq.write_table(data, tmp)
+        os.replace(tmp, folder / "part-0.parquet")
+        return data.num_rows
+
+    def commit_run(self, run_id: str, runs_row: dict) -> None:
+        """Move every staged table into place, then the runs row: the run is now visible."""
+        self.write_table(run_id, "runs", [runs_row])
+        staged = self.staging(run_id)
+        missing = [t for t in TABLES if not (staged / t).is_dir()]
+        for table in missing:
+            if table != "runs":
+                self.write_table(run_id, table, [])
+        for table in [t for t in TABLES if t != "runs"] + ["runs"]:
+            target = self.root / table / f"run_id={run_id}"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged / table, target)
+        shutil.rmtree(staged, ignore_errors=True)
+        self.refresh_views()
+
+    # ---- reading -------------------------------------------------------------------
+    def run_ids(self) -> list[str]:
+        folder = self.root / "runs"
+        if not folder.is_dir():
+            return []
+        return sorted(p.name.split("=", 1)[1] for p in folder.iterdir() if p.name.startswith("run_id="))
+
+    def _glob(self, table: str) -> str:
+        return str((self.root / table / "run_id=*" / "*.parquet").resolve())
+
+    def connect(self, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+        db = self.root / DB_FILE
+        if not db.exists():
+            raise StoreError(f"no store at {self.root} (run `kbaudit run` first)")
+        return duckdb.connect(str(db), read_only=read_only)
+
+    def refresh_views(self) -> None:
+        """(Re)create the DuckDB views; paths are absolute so the file works from any folder."""
+        statements = view_sql(self._glob) if self.run_ids() else []
+        con = duckdb.connect(str(self.root / DB_FILE))
+        try:
+            for statement in statements:
+                con.execute(statement)
+        finally:
+            con.close()
+        logger.debug("refreshed views in %s", self.root / DB_FILE)
+
+    def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
+        con = self.connect(read_only=True)
+        try:
+            return con.execute(sql, params or []).df()
+        finally:
+            con.close()

@@ -1,0 +1,49 @@
+"""The DuckDB views that make up the store's published interface.
+
+`<table>` views show rows of completed runs only (a run is complete once its `runs` row
+exists). `claims` and `documents` show the current state (the newest run); the other tables
+keep every run's rows, with `run_id`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kb.schema import TABLES
+
+CURRENT_STATE = ("claims", "documents")
+
+
+def _read(glob: str) -> str:
+    quoted = glob.replace("'", "''")
+    return f"read_parquet('{quoted}', hive_partitioning = true, hive_types_autocast = false, union_by_name = true)"
+
+
+def view_sql(glob_for: Callable[[str], str]) -> list[str]:
+    statements = [f"CREATE OR REPLACE VIEW runs AS SELECT * FROM {_read(glob_for('runs'))}"]
+    latest = "(SELECT max(run_id) FROM runs)"
+    for table in TABLES:
+        if table == "runs":
+            continue
+        source = _read(glob_for(table))
+        complete = f"SELECT * FROM {source} WHERE run_id IN (SELECT run_id FROM runs)"
+        if table in CURRENT_STATE:
+            statements.append(f"CREATE OR REPLACE VIEW {table}_history AS {complete}")
+            statements.append(
+                f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM {table}_history WHERE run_id = {latest}"
+            )
+        else:
+            statements.append(f"CREATE OR REPLACE VIEW {table} AS {complete}")
+    statements += [
+        # The newest verdict for each claim that the KB still has.
+        """CREATE OR REPLACE VIEW latest_verdicts AS
+           SELECT v.*, c.doc_id, c.text AS claim_text, c.type, c.risk
+           FROM verdicts v JOIN claims c USING (claim_id)
+           QUALIFY row_number() OVER (PARTITION BY v.claim_id ORDER BY v.run_id DESC) = 1""",
+        # Edits waiting for a human, newest run first, with the document's owner.
+        """CREATE OR REPLACE VIEW review_queue AS
+           SELECT e.*, d.owner, d.title
+           FROM edits e LEFT JOIN documents d USING (doc_id)
+           WHERE e.status = 'queued' AND e.run_id = (SELECT max(run_id) FROM runs)""",
+    ]
+    return statements

@@ -1,0 +1,55 @@
+"""Thin Prefect tasks over the core stages in `kb.pipeline`. Each works on a batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from kb import pipeline
+from kb.config import Settings
+from kb.correct import draft_edits
+from kb.records import Claim, Document, Evidence, Verdict
+
+
+@task(name="ingest", cache_policy=NO_CACHE)
+def ingest_task(settings: Settings):
+    return pipeline.ingest_stage(settings)
+
+
+@task(name="split-claims", cache_policy=NO_CACHE)
+def split_task(documents: list[Document]):
+    return pipeline.split_stage(documents)
+
+
+@task(name="load-sources", cache_policy=NO_CACHE)
+def sources_task(settings: Settings):
+    return pipeline.sources_stage(settings)
+
+
+@task(name="retrieve", cache_policy=NO_CACHE)
+def retrieve_task(sources, claims: list[Claim], settings: Settings, run_id: str, cache_dir: Path, key_dir: Path):
+    retriever = pipeline.make_retriever(sources, settings, cache_dir)
+    evidence = pipeline.retrieve_stage(retriever, claims, settings)
+    return pipeline.sign_evidence(run_id, evidence, key_dir)
+
+
+@task(name="verify", cache_policy=NO_CACHE)
+def verify_task(claims: list[Claim], evidence: dict[str, list[Evidence]], settings: Settings):
+    return pipeline.verify_stage(claims, evidence, settings)
+
+
+@task(name="correct", cache_policy=NO_CACHE)
+def correct_task(documents: list[Document], claims: list[Claim], verdicts: list[Verdict]):
+    return draft_edits(documents, claims, verdicts)
+
+
+@task(name="document-status", cache_policy=NO_CACHE)
+def status_task(documents: list[Document], claims: list[Claim], verdicts: list[Verdict]):
+    return pipeline.status_stage(documents, claims, verdicts)
+
+
+@task(name="write-store", cache_policy=NO_CACHE)
+def write_task(store, run_id, result, settings, started_at):
+    return pipeline.write_run(store, run_id, result, settings, started_at)
