@@ -1,0 +1,160 @@
+"""Signed receipts: proof that a batch of outputs came from a tool run and was not altered.
+
+``sign_batch(run_id, tool, inputs, outputs, key_dir)`` returns a ``receipts`` row::
+
+    {receipt_id, run_id, tool, input_hash, output_hash, created_at, signature}
+
+- ``input_hash`` / ``output_hash``: sha256 (hex) of the exact bytes given.
+- ``created_at``: UTC, ISO 8601 with microseconds and a ``Z`` (a string; a ``datetime`` read
+  back from Parquet is normalised to the same string when verifying).
+- ``receipt_id``: a content hash of the other fields, so it is stable and unique per batch.
+- ``signature``: HMAC-SHA256 (hex) over ``receipt_id, run_id, tool, input_hash, output_hash,
+  created_at``, one per line, with the receipt key.
+
+The key: the environment variable ``KBAUDIT_RECEIPT_KEY`` if set (its UTF-8 bytes), else the file
+``<key_dir>/receipt.key`` (32 random bytes, hex), created on first use with mode 0600. The key is
+never written to the store or logs.
+
+``verify_receipt(row, inputs, outputs, key_dir)`` recomputes everything and says whether the
+row, the inputs and the outputs are exactly what was signed.
+
+``canonical_rows(rows)`` turns evidence rows (dicts or dataclasses, e.g. ``Evidence``) into
+canonical bytes (sorted keys, dates as ISO strings, numpy scalars as Python numbers, rows in a
+sorted order, ``receipt_id`` left out), so a batch signed when written can be verified after a
+round trip through Parquet/DuckDB.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import hmac
+import json
+import math
+import os
+import secrets
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+from kb.records import content_hash
+
+KEY_ENV = "KBAUDIT_RECEIPT_KEY"
+KEY_FILE = "receipt.key"
+FIELDS = ("receipt_id", "run_id", "tool", "input_hash", "output_hash", "created_at")
+
+
+def _load_key(key_dir: Path | str) -> bytes:
+    env = os.environ.get(KEY_ENV)
+    if env:
+        return env.encode("utf-8")
+    path = Path(key_dir) / KEY_FILE
+    try:
+        return path.read_bytes().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process created it first: use theirs
+        return path.read_bytes().strip()
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(secrets.token_hex(32).encode("ascii"))
+    return path.read_bytes().strip()
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _timestamp(value) -> str:
+    if hasattr(value, "to_pydatetime"):
+        value = value.to_pydatetime()
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return str(value)
+
+
+def _message(row: dict) -> bytes:
+    return "\n".join(str(row[f]) if f != "created_at" else _timestamp(row[f]) for f in FIELDS).encode("utf-8")
+
+
+def sign_batch(run_id: str, tool: str, inputs: bytes, outputs: bytes, key_dir: Path | str) -> dict:
+    """A signed ``receipts`` row for one batch (see the module docstring)."""
+    created_at = _timestamp(datetime.now(timezone.utc))
+    in_h, out_h = _sha256(inputs), _sha256(outputs)
+    row = {
+        "receipt_id": content_hash(f"{run_id}|{tool}|{in_h}|{out_h}|{created_at}"),
+        "run_id": str(run_id),
+        "tool": str(tool),
+        "input_hash": in_h,
+        "output_hash": out_h,
+        "created_at": created_at,
+    }
+    row["signature"] = hmac.new(_load_key(key_dir), _message(row), hashlib.sha256).hexdigest()
+    return row
+
+
+def verify_receipt(row: dict, inputs: bytes, outputs: bytes, key_dir: Path | str) -> bool:
+    """True when ``row`` is a genuine receipt for exactly these ``inputs`` and ``outputs``."""
+    try:
+        if row["input_hash"] != _sha256(inputs) or row["output_hash"] != _sha256(outputs):
+            return False
+        expected_id = content_hash(
+            f"{row['run_id']}|{row['tool']}|{row['input_hash']}|{row['output_hash']}|{_timestamp(row['created_at'])}"
+        )
+        if row["receipt_id"] != expected_id:
+            return False
+        mac = hmac.new(_load_key(key_dir), _message(row), hashlib.sha256).hexdigest()
+        return hmac.compare_digest(mac, str(row["signature"]))
+    except (KeyError, TypeError):
+        return False
+
+
+# ---------------------------------------------------------------- canonical bytes
+
+
+def _plain(value):
+    if value is None:
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalar
+        try:
+            value = value.item()
+        except (TypeError, ValueError):
+            pass
+    if hasattr(value, "to_pydatetime"):
+        value = value.to_pydatetime()
+    if isinstance(value, datetime):
+        if value.time() == datetime.min.time() and value.tzinfo is None:
+            return value.date().isoformat()
+        return _timestamp(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        return float(repr(value)) if math.isfinite(value) else str(value)
+    if isinstance(value, (list, tuple)) or (hasattr(value, "tolist") and not isinstance(value, (str, bytes))):
+        seq = value.tolist() if hasattr(value, "tolist") else value
+        return [_plain(v) for v in seq]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def canonical_rows(rows, exclude: tuple[str, ...] = ("receipt_id",), columns: tuple[str, ...] | None = None) -> bytes:
+    """Canonical bytes for a batch of rows (order-independent).
+
+    ``columns``: only these fields (sign and verify with the same ones); else every field but
+    ``exclude``. A missing column reads as null.
+    """
+    lines = []
+    for r in rows:
+        d = dataclasses.asdict(r) if dataclasses.is_dataclass(r) else dict(r)
+        if columns is not None:
+            d = {k: d.get(k) for k in columns}
+        d = {k: _plain(v) for k, v in d.items() if k not in exclude}
+        lines.append(json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    lines.sort()
+    return ("\n".join(lines)).encode("utf-8")
