@@ -6,6 +6,7 @@ and notebooks call `audit_in_memory`, which chains the same functions without Pr
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import time
@@ -88,12 +89,11 @@ def retrieve_stage(retriever, claims: list[Claim], settings: Settings) -> dict[s
 
 def sign_evidence(run_id: str, evidence: dict[str, list[Evidence]], key_dir: Path) -> tuple[dict[str, list[Evidence]], dict]:
     """Sign the retrieval batch and stamp each evidence row with the receipt id."""
-    import dataclasses
-
-    from kb.receipts import evidence_bytes, sign_batch
+    from kb.receipts import canonical_rows, sign_batch
 
     rows = [e for claim_id in sorted(evidence) for e in evidence[claim_id]]
-    receipt = sign_batch(run_id, "retriever", inputs=json.dumps(sorted(evidence)).encode(), outputs=evidence_bytes(rows), key_dir=key_dir)
+    inputs = json.dumps(sorted(evidence)).encode()
+    receipt = sign_batch(run_id, "retriever", inputs=inputs, outputs=canonical_rows(rows), key_dir=key_dir)
     stamped = {
         claim_id: [dataclasses.replace(e, receipt_id=receipt["receipt_id"]) for e in items]
         for claim_id, items in evidence.items()

@@ -28,32 +28,30 @@ def load_expected(path: Path = DEMO_ROOT / "expected_labels.csv") -> list[Expect
         return [Expected(r["doc_id"], r["sentence"], r["label"], r.get("correction") or "") for r in csv.DictReader(handle)]
 
 
-def sentence_labels(result, expected: list[Expected]) -> list[str | None]:
-    """The predicted label of each expected sentence: from the claims whose span overlaps it."""
-    docs = {d.doc_id: d for d in result.documents}
-    verdict_of = {v.claim_id: v.label for v in result.verdicts}
-    claims_by_doc: dict[str, list] = {}
-    for claim in result.claims:
-        claims_by_doc.setdefault(claim.doc_id, []).append(claim)
+def sentence_labels(
+    doc_texts: dict[str, str], labelled_spans: list[tuple[str, int, int, str]], expected: list[Expected]
+) -> list[str | None]:
+    """The predicted label of each expected sentence, from the labelled claim spans overlapping it.
+
+    `labelled_spans` holds (doc_id, start, end, label) for every claim that got a verdict.
+    """
+    spans_by_doc: dict[str, list[tuple[int, int, str]]] = {}
+    for doc_id, start, end, label in labelled_spans:
+        spans_by_doc.setdefault(doc_id, []).append((start, end, label))
     predicted: list[str | None] = []
     for item in expected:
-        doc = docs.get(item.doc_id)
-        start = doc.text.find(item.sentence) if doc else -1
+        start = doc_texts.get(item.doc_id, "").find(item.sentence)
         if start < 0:
             predicted.append(None)
             continue
         end = start + len(item.sentence)
-        labels = [
-            verdict_of[c.claim_id]
-            for c in claims_by_doc.get(item.doc_id, [])
-            if c.claim_id in verdict_of and c.start < end and c.end > start
-        ]
+        labels = [label for s, e, label in spans_by_doc.get(item.doc_id, []) if s < end and e > start]
         predicted.append(max(labels, key=SEVERITY.__getitem__) if labels else None)
     return predicted
 
 
-def score(result, expected: list[Expected]) -> dict[str, float]:
-    predicted = sentence_labels(result, expected)
+def score(doc_texts: dict[str, str], labelled_spans: list[tuple[str, int, int, str]], expected: list[Expected]) -> dict[str, float]:
+    predicted = sentence_labels(doc_texts, labelled_spans, expected)
     gold = [e.label for e in expected]
     metrics: dict[str, float] = {
         "sentences": float(len(gold)),
@@ -69,6 +67,12 @@ def score(result, expected: list[Expected]) -> dict[str, float]:
     return metrics
 
 
+def score_result(result) -> dict[str, float]:
+    claims = {c.claim_id: c for c in result.claims}
+    spans = [(claims[v.claim_id].doc_id, claims[v.claim_id].start, claims[v.claim_id].end, v.label) for v in result.verdicts]
+    return score({d.doc_id: d.text for d in result.documents}, spans, load_expected())
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--depth", default="D1", help="verification depth (default D1)")
 
@@ -78,6 +82,6 @@ def run(args: argparse.Namespace) -> dict[str, float]:
 
     settings = Settings(depth=getattr(args, "depth", "D1")).validate()
     result = audit_in_memory(settings)
-    metrics = score(result, load_expected())
+    metrics = score_result(result)
     metrics["seconds"] = result.seconds
     return metrics

@@ -1,0 +1,44 @@
+"""Shared fixtures. The environment is set before anything imports Prefect."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+_PREFECT_HOME = tempfile.mkdtemp(prefix="kbaudit-prefect-")
+os.environ["PREFECT_HOME"] = _PREFECT_HOME
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402
+
+from kb.config import DEMO_ROOT  # noqa: E402
+
+# Freshness checks compare against "today"; pin it so results do not drift with the calendar.
+DEMO_TODAY = "2026-06-01"
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=90):
+        yield
+
+
+@pytest.fixture
+def demo_copy(tmp_path: Path) -> Path:
+    """A writable copy of the demo KB (docs and sources)."""
+    target = tmp_path / "demo"
+    shutil.copytree(DEMO_ROOT / "docs", target / "docs")
+    shutil.copytree(DEMO_ROOT / "sources", target / "sources")
+    return target
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(_PREFECT_HOME, ignore_errors=True)

@@ -1,0 +1,91 @@
+"""The audit flow end to end on the demo KB, under a real Prefect test harness."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from kb.bench.demo import load_expected, score
+from kb.config import Settings
+from kb.records import LABELS
+from tests.conftest import DEMO_TODAY
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def demo_runs(prefect_harness, tmp_path_factory):
+    """Two audits of the same demo KB (with two bad files added) into one store."""
+    from datetime import date
+
+    from flows.audit import audit
+
+    root = tmp_path_factory.mktemp("demo")
+    from kb.config import DEMO_ROOT
+
+    shutil.copytree(DEMO_ROOT / "docs", root / "docs")
+    (root / "docs" / "logo.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    (root / "docs" / "latin1.md").write_bytes("Caf\xe9 opens at 9.".encode("latin-1"))
+    out = root / "out"
+    settings = Settings(docs=root / "docs", sources=[DEMO_ROOT / "sources"], out=out, today=date.fromisoformat(DEMO_TODAY))
+    first = audit(settings)
+    second = audit(settings)
+    return out, first, second
+
+
+def _con(out: Path):
+    return duckdb.connect(str(out / "kbaudit.duckdb"), read_only=True)
+
+
+def test_demo_meets_all_four_labels(demo_runs):
+    out, first, _ = demo_runs
+    for label in LABELS:
+        assert first[label] > 0, f"no {label} claim in the demo run: {first}"
+    assert sum(first[label] for label in LABELS) == first["checkworthy"]
+
+
+def test_rerun_gives_same_ids_and_labels(demo_runs):
+    out, first, second = demo_runs
+    con = _con(out)
+    per_run = con.execute(
+        "SELECT run_id, list(claim_id || ':' || label ORDER BY claim_id) FROM verdicts GROUP BY run_id ORDER BY run_id"
+    ).fetchall()
+    assert [r[0] for r in per_run] == [first["run_id"], second["run_id"]]
+    assert per_run[0][1] == per_run[1][1]
+    rows, distinct = con.execute("SELECT count(*), count(DISTINCT claim_id) FROM latest_verdicts").fetchone()
+    assert rows == distinct == first["checkworthy"]
+
+
+def test_bad_documents_become_ingest_errors_and_the_run_goes_on(demo_runs):
+    out, first, _ = demo_runs
+    errors = dict(_con(out).execute(
+        "SELECT path, error FROM ingest_errors WHERE run_id = ?", [first["run_id"]]
+    ).fetchall())
+    assert set(errors) == {"logo.md", "latin1.md"}
+    assert first["documents"] == 15
+
+
+def test_readme_duckdb_one_liner(demo_runs):
+    out, _, _ = demo_runs
+    code = f"import duckdb; print(duckdb.connect({str(out / 'kbaudit.duckdb')!r}).sql('select label, count(*) from latest_verdicts group by 1'))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "supported" in result.stdout
+
+
+def test_demo_accuracy_against_expected_labels(demo_runs):
+    """Prints the figure that the issue notes report; later work raises the floor."""
+    out, first, _ = demo_runs
+    con = _con(out)
+    root = Path(con.execute("SELECT docs_root FROM runs LIMIT 1").fetchone()[0])
+    spans = con.execute("SELECT c.doc_id, c.start, c.end, v.label FROM claims c JOIN latest_verdicts v USING (claim_id)").fetchall()
+    texts = {doc_id: (root / doc_id).read_text("utf-8") for doc_id in {s[0] for s in spans}}
+    metrics = score(texts, spans, load_expected())
+    print(f"\ndemo accuracy: {metrics['accuracy']:.3f} over {int(metrics['sentences'])} sentences; {metrics}")
+    assert metrics["unmatched"] == 0
+    assert metrics["accuracy"] >= 0.5

@@ -1,0 +1,72 @@
+import datetime as dt
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from kb.records import Claim, Verdict
+from kb.store import Store, StoreLocked, new_run_id
+
+
+def _claim(i: int) -> Claim:
+    return Claim(claim_id=f"c{i}", doc_id="a.md", version_id="v1", start=0, end=5, source_text="x", text="x")
+
+
+def _runs_row() -> dict:
+    now = dt.datetime.now(dt.timezone.utc)
+    return {"started_at": now, "finished_at": now, "status": "completed", "depth": "D1", "claims": 2}
+
+
+def _write_run(store: Store, labels: list[str]) -> str:
+    run_id = new_run_id()
+    store.write_table(run_id, "claims", [_claim(i) for i in range(len(labels))])
+    store.write_table(
+        run_id,
+        "verdicts",
+        [Verdict(claim_id=f"c{i}", label=label, confidence=0.9, tier="rules", rationale="r") for i, label in enumerate(labels)],
+    )
+    store.commit_run(run_id, _runs_row())
+    return run_id
+
+
+def test_runs_are_visible_only_when_committed(tmp_path: Path):
+    store = Store(tmp_path / "out")
+    first = _write_run(store, ["supported", "stale"])
+    # A second run that crashed before commit: staged, never visible.
+    crashed = new_run_id()
+    store.write_table(crashed, "claims", [_claim(9)])
+    frame = store.query("SELECT run_id, count(*) AS n FROM claims GROUP BY 1")
+    assert frame.to_dict("records") == [{"run_id": first, "n": 2}]
+    assert store.clear_stale_staging() == [crashed]
+
+
+def test_latest_verdicts_has_one_row_per_claim(tmp_path: Path):
+    store = Store(tmp_path / "out")
+    _write_run(store, ["supported", "stale"])
+    second = _write_run(store, ["supported", "contradicted"])
+    rows = store.query("SELECT claim_id, label, run_id FROM latest_verdicts ORDER BY claim_id").to_dict("records")
+    assert rows == [
+        {"claim_id": "c0", "label": "supported", "run_id": second},
+        {"claim_id": "c1", "label": "contradicted", "run_id": second},
+    ]
+    assert store.query("SELECT count(*) AS n FROM verdicts").n[0] == 4  # history is kept
+
+
+def test_every_table_has_a_view_even_when_empty(tmp_path: Path):
+    store = Store(tmp_path / "out")
+    _write_run(store, ["supported"])
+    con = duckdb.connect(str(tmp_path / "out" / "kbaudit.duckdb"), read_only=True)
+    for view in ("runs", "documents", "claims", "evidence", "verdicts", "edits", "ingest_errors", "receipts", "latest_verdicts", "review_queue"):
+        con.execute(f"SELECT * FROM {view}").fetchall()
+
+
+def test_second_writer_is_refused_with_a_clear_message(tmp_path: Path):
+    first, second = Store(tmp_path / "out"), Store(tmp_path / "out")
+    first.lock()
+    try:
+        with pytest.raises(StoreLocked, match="another kbaudit run is writing"):
+            second.lock()
+    finally:
+        first.unlock()
+    second.lock()
+    second.unlock()
