@@ -1,0 +1,626 @@
+"""Split parsed documents into atomic, self-contained claims (see ``docs/claims.md``).
+
+Entry point: ``split_claims(doc, settings=None) -> list[Claim]``.
+
+Per block of prose: sentences (robust to abbreviations, decimals, versions, URLs, e-mail
+addresses, initials) -> atomic units (clauses joined by ";", coordinated predicates,
+"Lead: a, b, c" enumerations, list items with their lead-in, table cells with their headers)
+-> a self-contained rewrite (leading pronouns and "this service"/"the tool" resolved to the
+subject of the section) -> check-worthiness, type, risk, time sensitivity, freshness window
+and evidence requirements, all by transparent rules.
+
+Everything is regex and table driven and linear in the input; no model is loaded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kb.records import Block, Claim, Document, content_hash
+
+__all__ = ["ClaimSettings", "split_claims", "split_sentences", "classify"]
+
+
+@dataclass
+class ClaimSettings:
+    """Knobs for claim extraction. ``freshness_days`` is per claim type."""
+
+    freshness_days: dict[str, int] = field(
+        default_factory=lambda: {
+            "factual": 365,
+            "numeric": 180,
+            "temporal": 90,
+            "comparative": 180,
+            "causal": 365,
+            "procedural": 365,
+            "normative": 365,
+            "speculative": 90,
+        }
+    )
+    time_sensitive_days: int = 90  # a time-sensitive claim's window is at most this
+    min_words: int = 3  # shorter units without a number or a lead-in are fragments
+    split_coordination: bool = True
+    max_claims_per_doc: int = 50_000  # a safety valve for huge documents
+    high_risk_words: tuple[str, ...] = ()  # extra domain words that make a claim high risk
+
+
+# ---------------------------------------------------------------------------------------------
+# sentence splitting
+
+ABBREVIATIONS = frozenset(
+    """
+    e.g i.e etc vs v al approx appr apt ca cf dept est fig figs inc incl ltd co corp jr sr st mr mrs ms dr
+    prof no nos op pp p vol vols ed eds rev gen govt min max mt ave blvd rd hr hrs sec secs avg std tel
+    jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun
+    u.s u.k u.n a.m p.m ph.d b.sc m.sc e.u resp ref refs esp excl attn dist div misc nat natl intl
+    """.split()
+)
+# abbreviations after which a capitalised word still usually starts a new sentence
+_SENTENCE_FINAL_ABBR = frozenset({"etc", "inc", "ltd", "co", "corp", "al", "jr", "sr"})
+
+_BOUNDARY = re.compile(r"([.!?…]+)([\"'”’)\]]*)(\s+)")
+_WORD_BEFORE = re.compile(r"(\S+)$")
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans ``(start, end)`` in ``text`` (end exclusive, trailing space excluded)."""
+    spans: list[tuple[int, int]] = []
+    n = len(text)
+    start = 0
+    while start < n and text[start].isspace():
+        start += 1
+    for m in _BOUNDARY.finditer(text):
+        end = m.end(2)
+        nxt = m.end()
+        if nxt >= n or end <= start:
+            continue
+        if not _is_boundary(text, start, m.start(1), m.group(1), nxt):
+            continue
+        spans.append((start, end))
+        start = nxt
+    end = n
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        spans.append((start, end))
+    return spans
+
+
+def _is_boundary(text: str, sent_start: int, punct_at: int, punct: str, nxt: int) -> bool:
+    following = text[nxt]
+    if punct[0] in "!?…" or len(punct) > 1:
+        if len(punct) > 1 and punct[0] == "." and following.islower():
+            return False  # "..." mid-sentence
+        return True
+    # a full stop: what precedes it?
+    lo = max(sent_start, punct_at - 40)
+    wm = _WORD_BEFORE.search(text, lo, punct_at)
+    word = wm.group(1) if wm else ""
+    core = word.lstrip("([\"'“‘*").lower()
+    if core in ABBREVIATIONS or core.rstrip(".") in ABBREVIATIONS:
+        base = core.rstrip(".")
+        if base in _SENTENCE_FINAL_ABBR and (following.isupper() or following in "\"“'"):
+            return True
+        return False
+    if len(core) == 1 and core.isalpha() and word[-1:].isupper():
+        return False  # an initial: "J. Smith"
+    if re.fullmatch(r"(?:[a-z]\.)+[a-z]", core):
+        return False  # "U.S.A", "e.g" variants
+    if following.islower():
+        return False  # "approx. five", "no. of"; real sentences start with a capital
+    if following.isdigit() and core in ("no", "nos", "vol", "fig", "p", "pp", "sec", "ch", "art"):
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# atomic units
+
+@dataclass
+class _Unit:
+    start: int  # span in block text
+    end: int
+    text: str  # the rewritten, self-contained text before pronoun resolution
+    note: str = ""  # why this unit was rewritten
+    kind: str = "sentence"  # sentence | clause | item | cell | heading
+    has_context: bool = False  # a lead-in or header was attached
+
+
+_SEMI = re.compile(r";\s+")
+_COLON_LIST = re.compile(r"^(?P<lead>[^:]{2,80}?):\s+(?P<items>.+?)[.]?$")
+_LIST_SEP = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+_AND = re.compile(r",?\s+and\s+")
+
+VERB_WORDS = frozenset(
+    """
+    is are was were has have had does did can will would may might must should shall
+    supports support supported serves served runs ran uses used offers offered provides provided
+    requires required stores stored includes included handles handled sends sent returns returned
+    launched released added removed deprecated costs cost charges charged allows allowed lets
+    keeps kept writes wrote reads read creates created accepts accepted rejects rejected
+    processes processed caches cached retries retried encrypts encrypted logs logged exposes
+    exposed enables enabled disables disabled limits limited blocks blocked ships shipped
+    runs checks checked builds built deploys deployed scales scaled takes took makes made
+    gives gave needs needed replaced replaces grew grows became becomes contains contained
+    covers covered expires expired renews renewed applies applied starts started ends ended
+    operates operated hosts hosted owns owned employs employed reached reaches moved moves
+    """.split()
+)
+_PRONOUN_SUBJECTS = re.compile(
+    r"^(?P<pro>(?:it|they|this|these|that)(?:\s+(?:service|tool|api|product|feature|library|app|application|"
+    r"system|module|endpoint|plugin|command|platform|project|component|package|server|cli|sdk|team|"
+    r"model|database|page|guide|policy|plan|release|version|integration|job|pipeline|function|option))?|"
+    r"the\s+(?:service|tool|api|product|feature|library|app|application|system|module|endpoint|plugin|"
+    r"command|platform|project|component|package|server|cli|sdk|team|database|integration|pipeline))\b",
+    re.I,
+)
+_POSSESSIVE = re.compile(r"^(?P<pro>its|their)\b", re.I)
+
+
+def _first_verb_index(words: list[str]) -> int:
+    for i, w in enumerate(words):
+        lw = w.lower().strip(",")
+        if lw in VERB_WORDS:
+            return i
+    return -1
+
+
+def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
+    """"X launched in 2019 and serves 40 regions" -> [(s, e, "X launched in 2019"), (s2, e2, "X serves 40 regions")]."""
+    out: list[tuple[int, int, str]] = []
+    for m in _AND.finditer(text):
+        after = text[m.end():]
+        first = after.split(" ", 1)[0].lower().strip(",")
+        if first not in VERB_WORDS or first in ("can", "will", "may", "might", "must", "should", "shall"):
+            continue
+        left = text[: m.start()]
+        lw = left.split()
+        vi = _first_verb_index(lw)
+        if vi <= 0 or len(lw) - vi < 2 or len(after.split()) < 2:
+            continue
+        subject = " ".join(lw[:vi])
+        if subject.lower() in ("and", "or") or len(subject) > 80:
+            continue
+        out.append((start, start + m.start(), left))
+        right_start = start + m.end()
+        rest = _split_coordination(after, right_start)
+        if rest:
+            for s, e, t in rest:
+                out.append((s, e, t if s != right_start else f"{subject} {t}"))
+            # the first piece of the rest is the right conjunct: give it the subject
+            s, e, t = out[1]
+            if not t.lower().startswith(subject.lower()):
+                out[1] = (s, e, f"{subject} {t}")
+        else:
+            out.append((right_start, start + len(text), f"{subject} {after}"))
+        return out
+    return []
+
+
+def _units_for_sentence(text: str, s: int, e: int, settings: ClaimSettings) -> list[_Unit]:
+    sent = text[s:e]
+    units: list[_Unit] = []
+    # "A; B" -> two clauses (each with its own subject)
+    parts: list[tuple[int, int]] = []
+    pos = 0
+    for m in _SEMI.finditer(sent):
+        left = sent[pos:m.start()]
+        if len(left.split()) >= 3 and len(sent[m.end():].split()) >= 3:
+            parts.append((pos, m.start()))
+            pos = m.end()
+    parts.append((pos, len(sent)))
+    for a, b in parts:
+        piece = sent[a:b]
+        ps = s + a
+        # "Lead: a, b and c" -> one claim per item
+        cm = _COLON_LIST.match(piece) if ":" in piece and "://" not in piece else None
+        if cm:
+            items_text = cm.group("items")
+            items = _enumeration(items_text)
+            if len(items) >= 2:
+                lead = cm.group("lead").strip()
+                base = ps + cm.start("items")
+                for ia, ib in items:
+                    item = items_text[ia:ib]
+                    units.append(_Unit(base + ia, base + ib, f"{lead}: {item}", "lead-in attached", "item", True))
+                continue
+        if settings.split_coordination and " and " in piece:
+            coord = _split_coordination(piece, ps)
+            if coord:
+                for cs, ce, ct in coord:
+                    ct = ct.rstrip(" ,;")
+                    units.append(_Unit(cs, ce, ct, "coordinated fact split", "clause"))
+                continue
+        units.append(_Unit(ps, ps + len(piece), piece))
+    return units
+
+
+def _enumeration(items_text: str) -> list[tuple[int, int]]:
+    """Spans of short comma/and-separated items, or [] if the text is not a plain enumeration."""
+    stripped = items_text.rstrip(". ")
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for m in _LIST_SEP.finditer(stripped):
+        spans.append((pos, m.start()))
+        pos = m.end()
+    spans.append((pos, len(stripped)))
+    spans = [(a, b) for a, b in spans if b > a and stripped[a:b].strip()]
+    if len(spans) < 2:
+        return []
+    for a, b in spans:
+        words = stripped[a:b].split()
+        if len(words) > 4 or any(w.lower() in VERB_WORDS for w in words):
+            return []
+    return spans
+
+
+# ---------------------------------------------------------------------------------------------
+# classification
+
+_QUESTION = re.compile(r"\?[\"')\]]*$")
+IMPERATIVE_VERBS = frozenset(
+    """
+    run install use click see open set add remove type enter go check ensure note read call create configure
+    select copy paste visit contact follow try avoid do don't please make download upload restart start stop
+    update upgrade replace edit change delete pass press choose navigate log sign refer consult keep put
+    export import define write specify provide include run, build deploy verify clone fork submit email
+    tap enable disable increase reduce review pin lock unlock wait save
+    """.split()
+)
+_OPINION = re.compile(
+    r"\b(?:i think|i believe|we think|we believe|in my opinion|in our opinion|imho|i feel|we feel|"
+    r"love|awesome|amazing|great|wonderful|beautiful|delightful|excellent|fantastic|terrible|awful|"
+    r"we(?:'re| are) (?:excited|proud|happy|thrilled)|hopefully|arguably|best-in-class|world-class|"
+    r"easy to use|a joy|favorite|favourite|elegant|cool)\b",
+    re.I,
+)
+_GREETING = re.compile(
+    r"^(?:welcome|hello|hi|hey|greetings|thanks|thank you|cheers|happy \w+|good (?:morning|afternoon|evening)|"
+    r"congratulations|enjoy|have fun|best regards|regards)\b",
+    re.I,
+)
+_NOTE_PREFIX = re.compile(r"^(?:note|nb|n\.b\.|important|warning|caution|tip|fyi)\s*[:,-]\s*(?:that\s+)?", re.I)
+_NOTE_THAT = re.compile(r"^(?:note|remember) that\s+", re.I)
+
+_SPECULATIVE = re.compile(
+    r"\b(?:may|might|could|possibly|probably|likely|unlikely|perhaps|expected to|plans? to|planned|"
+    r"is going to|are going to|will (?:likely|probably|soon)|roadmap|intends? to|aims? to|should (?:soon|eventually))\b",
+    re.I,
+)
+_NORMATIVE = re.compile(
+    r"\b(?:must|must not|shall|should|should not|required|requires? that|mandatory|not allowed|prohibited|"
+    r"forbidden|is not permitted|are not permitted|may not|need to|needs to|have to|has to|is expected to|"
+    r"are expected to|policy requires|are required|is required)\b",
+    re.I,
+)
+_PROCEDURAL = re.compile(
+    r"^(?:to\s+\w+[^,]{0,80},|first\b|then\b|next\b|finally\b|step \d+)|\b(?:by running|by clicking|"
+    r"you can (?:run|use|install|configure|click|set|enable)|is done by|are done by|steps? (?:is|are)|"
+    r"the process|workflow|then run|followed by)\b",
+    re.I,
+)
+_CAUSAL = re.compile(
+    r"\b(?:because|due to|caused by|causes|cause|leads? to|led to|results? in|resulted in|as a result|"
+    r"therefore|thus|hence|so that|prevents?|prevented|thanks to|owing to|in order to|triggers?|triggered)\b",
+    re.I,
+)
+_SUPERLATIVE = re.compile(
+    r"\b(?:the\s+(?!latest\b|last\b|best\s+practice\b|rest\b|test\b|west\b|contest\b|interest\b|request\b|"
+    r"manifest\b|digest\b|guest\b|forest\b|harvest\b|suggest\b|honest\b|modest\b|nest\b|quest\b)"
+    r"\w+est|most\s+\w+|least\s+\w+|best|worst|fewest|only\s+(?:one|provider|tool|service|vendor|company)|"
+    r"number one|#1|leading|unmatched|unrivaled|unrivalled)\b",
+    re.I,
+)
+_COMPARATIVE = re.compile(
+    r"\b(?:\w+er than|more \w+ than|less \w+ than|better|worse|faster|slower|cheaper|larger|smaller|"
+    r"higher|lower|outperforms?|compared (?:to|with)|versus|vs\.?|twice as|than (?:any|all|other))\b",
+    re.I,
+)
+_COMPARATOR_NUM = re.compile(r"\b(?:more|less|fewer|greater|higher|lower)\s+than\s+[$€£]?\d", re.I)
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_DATE = re.compile(
+    r"\b(?:(?:19|20)\d\d-\d\d(?:-\d\d)?|(?:in|since|until|before|after|by|from|as of|of|on|during|early|late|mid|"
+    r"end of|q[1-4])\s+(?:(?:19|20)\d\d)|" + _MONTH + r"\.?\s+(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?(?:19|20)\d\d|"
+    r"\d{1,2}\s+" + _MONTH + r"\s+(?:19|20)\d\d|(?:19|20)\d\d)\b",
+    re.I,
+)
+_TEMPORAL_WORDS = re.compile(
+    r"\b(?:since|until|deprecated|sunset|end[- ]of[- ]life|eol|released|launched|introduced|founded|"
+    r"established|expires?|expired|scheduled|ago|yesterday|tomorrow|today|tonight|"
+    r"(?:last|next|this|previous|coming)\s+(?:year|month|week|quarter|release|version|sprint))\b",
+    re.I,
+)
+_TIME_SENSITIVE = re.compile(
+    r"\b(?:currently|current|latest|newest|most recent|now|nowadays|today|these days|at the moment|at present|"
+    r"presently|as of|recently|recent|new|upcoming|soon|so far|to date|yet|still|anymore|no longer|"
+    r"(?:last|next|this|coming|past)\s+(?:year|month|week|quarter|few (?:days|weeks|months|years))|"
+    r"\d+\s+(?:days?|weeks?|months?|years?)\s+ago|ago|yesterday|tomorrow|up[- ]to[- ]date|"
+    r"at the time of writing|right now|trending|in beta|in preview|beta|preview)\b",
+    re.I,
+)
+_NUMBER = re.compile(
+    r"(?<![\w.-])(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:%|percent|ms|s\b|sec|seconds?|minutes?|"
+    r"hours?|days?|weeks?|months?|years?|gb|mb|kb|tb|gib|mib|k\b|m\b|million|billion|thousand|x\b|times|"
+    r"req/s|rps|qps|users|customers|regions|requests|per\b)|\b(?:one|two|three|four|five|six|seven|eight|nine|"
+    r"ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|million|billion|dozen|half|double|twice|"
+    r"triple)\b|\d[\d,]*(?:\.\d+)?)(?![\w.-]*\d)",
+    re.I,
+)
+_CALCULATION = re.compile(
+    r"\b(?:total|in total|sum|combined|average|mean|median|per cent|percent|percentage|ratio|rate|"
+    r"grew|growth|increased|decreased|dropped|rose|fell|doubled|tripled|halved|twice|times (?:more|faster|"
+    r"larger|cheaper)|\d+x)\b|%",
+    re.I,
+)
+_TOOL_RESULT = re.compile(
+    r"\b(?:according to (?:our|the) (?:dashboard|logs?|metrics|monitoring|analytics|query|report|benchmark|"
+    r"tests?)|(?:benchmark|test suite|tests|query|dashboard|profiler|scan|audit|monitoring|load test)s?\s+"
+    r"(?:show|shows|showed|returns?|returned|reports?|reported|found|finds|measured|passed|pass)|"
+    r"measured|benchmarked|in our (?:tests|benchmarks)|(?:sql|query) returns|uptime (?:was|is|of)|"
+    r"p(?:50|90|95|99) latency|test coverage|coverage is)\b",
+    re.I,
+)
+HIGH_RISK = re.compile(
+    r"\b(?:secur\w*|vulnerab\w*|cve-\d+|exploit\w*|password\w*|credential\w*|secret\w*|token\w*|encrypt\w*|"
+    r"decrypt\w*|auth\w*|2fa|mfa|sso|permission\w*|access control|firewall\w*|breach\w*|"
+    r"pric\w*|cost\w*|fee\w*|billing|bill|invoice\w*|payment\w*|refund\w*|charge\w*|discount\w*|subscription\w*|"
+    r"legal\w*|law\w*|contract\w*|liabilit\w*|warrant\w*|indemn\w*|licen[cs]\w*|terms of service|"
+    r"complian\w*|gdpr|hipaa|soc ?2|pci(?:[- ]dss)?|iso ?27001|ccpa|regulat\w*|audit\w*|"
+    r"medical|medic\w*|dos(?:e|age)\w*|patient\w*|clinical|diagnos\w*|treatment\w*|drug\w*|"
+    r"pii|personal data|privacy|data retention|retention|gdpr|sla|uptime|guarantee\w*|"
+    r"safety|emergency|delet\w* (?:data|account)s?)\b",
+    re.I,
+)
+_CURRENCY = re.compile(r"[$€£¥]\s?\d")
+_POLICY_DOC = re.compile(r"\b(?:polic(?:y|ies)|terms|legal|compliance|security|handbook|sla|agreement)\b", re.I)
+
+GENERIC_HEADINGS = frozenset(
+    """
+    overview introduction intro installation install usage use pricing price prices limits limitations faq faqs
+    features feature configuration config setup getting started requirements security notes note summary
+    details background support troubleshooting about contents changelog history examples example reference
+    api reference quickstart quick start tutorial guide how it works architecture design status roadmap
+    known issues caveats billing plans availability performance compliance privacy glossary contact
+    """.split()
+)
+
+
+def classify(text: str, is_policy: bool = False) -> tuple[str, bool, str, tuple[str, ...]]:
+    """(type, time_sensitive, risk, requirement hints) for a claim's text, by rules."""
+    low = text.lower()
+    if _SPECULATIVE.search(text) and not _NORMATIVE.search(text):
+        ctype = "speculative"
+    elif _NORMATIVE.search(text):
+        ctype = "normative"
+    elif _PROCEDURAL.search(text):
+        ctype = "procedural"
+    elif _CAUSAL.search(text):
+        ctype = "causal"
+    elif (_SUPERLATIVE.search(text) or _COMPARATIVE.search(text)) and not _COMPARATOR_NUM.search(text):
+        ctype = "comparative"
+    elif _DATE.search(text) or _TEMPORAL_WORDS.search(text) or _TIME_SENSITIVE.search(text):
+        ctype = "temporal"
+    elif _NUMBER.search(text):
+        ctype = "numeric"
+    else:
+        ctype = "factual"
+    time_sensitive = bool(_TIME_SENSITIVE.search(text))
+    has_number = bool(_NUMBER.search(text)) or bool(_CURRENCY.search(text))
+    if HIGH_RISK.search(text) or _CURRENCY.search(text):
+        risk = "high"
+    elif is_policy and has_number:
+        risk = "high"
+    elif ctype in ("normative", "numeric") or (has_number and ctype != "factual"):
+        risk = "medium"
+    else:
+        risk = "low"
+    hints: list[str] = []
+    if ctype == "comparative" or _SUPERLATIVE.search(text):
+        hints.append("comparison_set")
+    if _CALCULATION.search(low) and has_number:
+        hints.append("calculation")
+    if _TOOL_RESULT.search(text):
+        hints.append("tool_receipt")
+    return ctype, time_sensitive, risk, tuple(hints)
+
+
+def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings) -> tuple[bool, str]:
+    stripped = text.strip()
+    if block.kind == "heading":
+        return False, "heading"
+    if not stripped:
+        return False, "empty"
+    if _QUESTION.search(stripped):
+        return False, "question"
+    if stripped.endswith(":") and unit.kind not in ("item", "cell"):
+        return False, "lead-in (attached to the items that follow)"
+    if _GREETING.match(stripped):
+        return False, "greeting"
+    body = stripped
+    if unit.has_context and ": " in body:
+        body = body.split(": ", 1)[1]
+    first = re.split(r"[\s,]+", body.lstrip("*_`\"'(["), maxsplit=1)[0].lower()
+    if not unit.has_context and (first in IMPERATIVE_VERBS or first in ("don't", "never", "always")) and not (
+        first in ("use", "set", "keep", "add") and re.match(r"^\w+s\b", body)
+    ):
+        return False, "instruction"
+    if re.match(r"^(?:you (?:should|can|must|may|need to)|please|let's|let us)\b", body, re.I):
+        return False, "instruction"
+    if _OPINION.search(stripped):
+        return False, "opinion"
+    words = stripped.split()
+    if len(words) < settings.min_words and not unit.has_context and not _NUMBER.search(stripped):
+        return False, "fragment (no complete statement)"
+    if not any(ch.isalpha() for ch in stripped):
+        return False, "no text"
+    return True, ""
+
+
+# ---------------------------------------------------------------------------------------------
+# self-contained rewrite
+
+def _subject(block: Block, doc: Document) -> str:
+    for heading in reversed(block.section):
+        h = heading.strip().rstrip(":")
+        if h and h.lower() not in GENERIC_HEADINGS and not _QUESTION.search(h) and len(h.split()) <= 6:
+            return h
+    return doc.title
+
+
+def _resolve(text: str, subject: str) -> tuple[str, str]:
+    """Replace a leading pronoun / "this service" with ``subject``; returns (text, note)."""
+    if not subject:
+        return text, ""
+    m = _PRONOUN_SUBJECTS.match(text)
+    if m:
+        pro = m.group("pro")
+        lp = pro.lower()
+        if lp in ("this", "that", "these") and not re.match(r"\s+(?:is|was|are|were|has|means|makes|lets|allows)\b", text[m.end():]):
+            return text, ""  # "This release ..." handled above; a bare "This" + noun is not the subject
+        rest = text[m.end():]
+        if lp in ("it", "they") and rest.startswith("'"):
+            return text, ""
+        return f"{subject}{rest}", f"rewritten: '{pro}' -> '{subject}'"
+    m = _POSSESSIVE.match(text)
+    if m:
+        return f"{subject}'s{text[m.end():]}", f"rewritten: '{m.group('pro')}' -> '{subject}'s'"
+    return text, ""
+
+
+# ---------------------------------------------------------------------------------------------
+# main entry point
+
+_WS = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _WS.sub(" ", text).strip().lower()
+
+
+def _block_units(block: Block, settings: ClaimSettings) -> list[_Unit]:
+    text = block.text
+    if block.kind == "heading":
+        return [_Unit(0, len(text), text, kind="heading")]
+    if block.kind == "table_row":
+        return _table_units(block)
+    units: list[_Unit] = []
+    for s, e in split_sentences(text):
+        units.extend(_units_for_sentence(text, s, e, settings))
+    if block.kind == "list_item" and block.lead_in:
+        lead = block.lead_in.strip().rstrip(":").strip()
+        for u in units:
+            u.text = f"{lead}: {u.text}"
+            u.has_context = True
+            u.note = u.note or "lead-in attached"
+    return units
+
+
+def _table_units(block: Block) -> list[_Unit]:
+    text = block.text
+    cells: list[tuple[int, int]] = []
+    pos = 0
+    while True:
+        k = text.find(" | ", pos)
+        if k == -1:
+            cells.append((pos, len(text)))
+            break
+        cells.append((pos, k))
+        pos = k + 3
+    headers = list(block.headers)
+    units: list[_Unit] = []
+    if not cells:
+        return units
+    key_s, key_e = cells[0]
+    key = text[key_s:key_e].strip()
+    key_header = headers[0] if headers else ""
+    if len(cells) == 1:
+        return [_Unit(key_s, key_e, key, kind="cell")]
+    for idx, (s, e) in enumerate(cells[1:], start=1):
+        value = text[s:e].strip()
+        if not value or value in ("-", "—", "–", "n/a", "N/A"):
+            continue
+        header = headers[idx] if idx < len(headers) else ""
+        subject = f"{key_header} {key}".strip() if key_header else key
+        claim = f"{subject}: {header} is {value}" if header else f"{subject}: {value}"
+        units.append(_Unit(s, e, claim, "table row with headers", "cell", True))
+    return units
+
+
+def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[Claim]:
+    """Atomic, self-contained claims of ``doc`` with spans into ``doc.text``."""
+    settings = settings or ClaimSettings()
+    if doc.ignore:
+        return []
+    is_policy = bool(_POLICY_DOC.search(" ".join((doc.title, doc.doc_id, *doc.tags))))
+    extra_risk = re.compile(r"\b(?:" + "|".join(map(re.escape, settings.high_risk_words)) + r")\b", re.I) if settings.high_risk_words else None
+    seen: dict[tuple[str, str], int] = {}
+    claims: list[Claim] = []
+    for block in doc.blocks:
+        units = _block_units(block, settings)
+        subject = _subject(block, doc)
+        section = " > ".join(block.section)
+        for unit in units:
+            if unit.end <= unit.start:
+                continue
+            src_text = block.text[unit.start:unit.end]
+            text = unit.text.strip()
+            note = unit.note
+            if not unit.has_context:
+                text, rnote = _resolve(text, subject)
+                note = rnote or note
+            elif unit.kind == "item":
+                pass
+            nt = _NOTE_PREFIX.sub("", text) if _NOTE_PREFIX.match(text) else _NOTE_THAT.sub("", text)
+            if nt != text and nt:
+                text = nt[0].upper() + nt[1:]
+            checkworthy, reason = _checkworthy(text, block, unit, settings)
+            if block.kind == "heading":
+                ctype, ts, risk, hints = "factual", False, "low", ()
+            else:
+                ctype, ts, risk, hints = classify(text, is_policy)
+            if extra_risk is not None and extra_risk.search(text):
+                risk = "high"
+            if doc.risk in ("low", "medium", "high"):
+                risk = doc.risk
+            fresh = settings.freshness_days.get(ctype, 365)
+            if ts:
+                fresh = min(fresh, settings.time_sensitive_days)
+            if checkworthy:
+                reqs = ["source_passage"]
+                if ts:
+                    reqs.append(f"fresh_source:{fresh}d")
+                reqs.extend(hints)
+                requirements = tuple(dict.fromkeys(reqs))
+            else:
+                requirements = ()
+            start, end = block.offsets.span(unit.start, unit.end)
+            key = (section, _norm(text))
+            occurrence = seen.get(key, 0)
+            seen[key] = occurrence + 1
+            claim_id = content_hash(f"{doc.doc_id}\x1f{section}\x1f{key[1]}\x1f{occurrence}")
+            claims.append(
+                Claim(
+                    claim_id=claim_id,
+                    doc_id=doc.doc_id,
+                    version_id=doc.version_id,
+                    start=start,
+                    end=end,
+                    source_text=src_text,
+                    text=text,
+                    checkworthy=checkworthy,
+                    reason=reason or note,
+                    type=ctype,
+                    risk=risk,
+                    time_sensitive=ts,
+                    freshness_days=fresh,
+                    requirements=requirements,
+                    section=section,
+                )
+            )
+            if len(claims) >= settings.max_claims_per_doc:
+                return claims
+    return claims

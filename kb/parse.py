@@ -1,0 +1,1222 @@
+"""Parse KB documents (Markdown, HTML, plain text) into prose blocks with exact offsets.
+
+Entry points (see ``docs/CONTRACTS.md``):
+
+- ``parse_document(raw, doc_id, path) -> Document``
+- ``read_front_matter(text) -> (meta, body_offset)``
+
+Every block carries ``offsets``: for each character of the block's plain text, its offset in
+``Document.text`` (the whole decoded file, front matter included). Offsets are stored as an
+``OffsetMap``, a read-only sequence of ints that keeps runs instead of one int per character
+(a 20 MB document would otherwise need gigabytes); it indexes, slices, iterates and compares
+like a tuple.
+
+Everything here is linear in the input size: line-based block parsing, bounded look-ahead for
+inline markup, and no regular expression with nested quantifiers. Malformed input gives a
+best-effort parse; only binary data, undecodable bytes and hostile or malformed front matter
+raise ``ParseError``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from bisect import bisect_right
+from collections.abc import Sequence
+from datetime import date, datetime
+from html.parser import HTMLParser
+from pathlib import PurePath
+
+import yaml
+
+from kb.records import Block, Document, content_hash
+
+__all__ = ["ParseError", "OffsetMap", "parse_document", "read_front_matter", "detect_format"]
+
+FRONT_MATTER_MAX = 64 * 1024  # bytes of YAML we are willing to read
+MARKDOWN_EXT = {".md", ".markdown", ".mdx", ".mkd", ".mdown"}
+HTML_EXT = {".html", ".htm", ".xhtml"}
+_INLINE_WINDOW = 1000  # how far inline markup looks for its closing delimiter
+
+
+class ParseError(ValueError):
+    """A document that cannot be parsed; the message is one line, fit for ``ingest_errors``."""
+
+
+# ---------------------------------------------------------------------------------------------
+# offsets
+
+
+class OffsetMap(Sequence):
+    """Maps each character of a block's text to its offset in the document, stored as runs.
+
+    Run ``k`` says: text positions ``starts[k] ..`` map to document offsets ``docs[k] ..``,
+    one for one, until the next run starts.
+    """
+
+    __slots__ = ("_starts", "_docs", "_len")
+
+    def __init__(self, starts=(), docs=(), length: int = 0):
+        self._starts = tuple(starts)
+        self._docs = tuple(docs)
+        self._len = length
+
+    @classmethod
+    def from_offsets(cls, offsets) -> OffsetMap:
+        starts: list[int] = []
+        docs: list[int] = []
+        prev = None
+        n = 0
+        for i, off in enumerate(offsets):
+            if prev is None or off != prev + 1:
+                starts.append(i)
+                docs.append(off)
+            prev = off
+            n = i + 1
+        return cls(starts, docs, n)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def _at(self, i: int) -> int:
+        k = bisect_right(self._starts, i) - 1
+        return self._docs[k] + (i - self._starts[k])
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self._at(j) for j in range(*i.indices(self._len)))
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError("offset index out of range")
+        return self._at(i)
+
+    def __iter__(self):
+        starts, docs, n = self._starts, self._docs, self._len
+        for k, s in enumerate(starts):
+            e = starts[k + 1] if k + 1 < len(starts) else n
+            yield from range(docs[k], docs[k] + (e - s))
+
+    def span(self, i: int, j: int) -> tuple[int, int]:
+        """Document span ``[start, end)`` covering text characters ``i .. j-1``."""
+        if j <= i:
+            off = self[i] if i < self._len else (self[-1] + 1 if self._len else 0)
+            return off, off
+        return self[i], self[j - 1] + 1
+
+    def __eq__(self, other):
+        if isinstance(other, OffsetMap):
+            return (self._len, self._starts, self._docs) == (other._len, other._starts, other._docs)
+        if isinstance(other, (tuple, list)):
+            return len(other) == self._len and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self._len, self._starts, self._docs))
+
+    def __repr__(self):
+        if self._len <= 12:
+            return f"OffsetMap({tuple(self)})"
+        return f"OffsetMap(len={self._len}, runs={len(self._starts)})"
+
+
+class _Text:
+    """Builds a block's plain text together with its offset runs."""
+
+    __slots__ = ("parts", "starts", "docs", "n")
+
+    def __init__(self):
+        self.parts: list[str] = []
+        self.starts: list[int] = []
+        self.docs: list[int] = []
+        self.n = 0
+
+    def add(self, s: str, off: int) -> None:
+        """Append ``s``, whose first character sits at document offset ``off`` (contiguous)."""
+        if not s:
+            return
+        if not self.starts or self.docs[-1] + (self.n - self.starts[-1]) != off:
+            self.starts.append(self.n)
+            self.docs.append(off)
+        self.parts.append(s)
+        self.n += len(s)
+
+    def add_synthetic(self, s: str, off: int) -> None:
+        """Append ``s`` (a replacement such as a decoded entity); every char maps to ``off``."""
+        for ch in s:
+            self.starts.append(self.n)
+            self.docs.append(off)
+            self.parts.append(ch)
+            self.n += 1
+
+    def ends_with_space(self) -> bool:
+        return bool(self.parts) and self.parts[-1][-1:].isspace()
+
+    def build(self) -> tuple[str, OffsetMap]:
+        text = "".join(self.parts)
+        # strip surrounding whitespace, keeping the map aligned
+        lead = len(text) - len(text.lstrip())
+        trail = len(text) - len(text.rstrip())
+        full = OffsetMap(self.starts, self.docs, self.n)
+        if lead or trail:
+            end = len(text) - trail
+            text = text[lead:end]
+            full = _sub_map(full, lead, end)
+        return text, full
+
+
+def _sub_map(m: OffsetMap, i: int, j: int) -> OffsetMap:
+    if j <= i:
+        return OffsetMap((), (), 0)
+    starts, docs = m._starts, m._docs
+    k0 = bisect_right(starts, i) - 1
+    k1 = bisect_right(starts, j - 1) - 1
+    ns = [0]
+    nd = [docs[k0] + (i - starts[k0])]
+    for k in range(k0 + 1, k1 + 1):
+        ns.append(starts[k] - i)
+        nd.append(docs[k])
+    return OffsetMap(ns, nd, j - i)
+
+
+# ---------------------------------------------------------------------------------------------
+# front matter
+
+_FM_OPEN = re.compile(r"---[ \t]*\r?\n")
+_FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.M)
+
+
+class _NoAliasSafeLoader(yaml.SafeLoader):
+    """SafeLoader that refuses anchors and aliases (alias bombs) outright."""
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            raise ParseError("front matter uses YAML aliases (refused: alias bombs)")
+        if getattr(event, "anchor", None) is not None:
+            raise ParseError("front matter uses YAML anchors (refused: alias bombs)")
+        return super().compose_node(parent, index)
+
+
+def read_front_matter(text: str) -> tuple[dict, int]:
+    """Return ``(meta, body_offset)``; ``({}, 0)`` when the text has no front matter.
+
+    Front matter is a YAML mapping between a first line ``---`` and a line ``---`` (or ``...``).
+    It is read with a safe loader that also refuses anchors/aliases, and is bounded to 64 KB.
+    Raises ``ParseError`` for unsafe tags, aliases, oversized or malformed YAML, or a non-mapping.
+    """
+    start = 1 if text.startswith("\ufeff") else 0
+    m = _FM_OPEN.match(text, start)
+    if not m:
+        return {}, 0
+    window = text[m.end() : m.end() + FRONT_MATTER_MAX + 8]
+    close = _FM_CLOSE.search(window)
+    if close is None:
+        if len(text) - m.end() > FRONT_MATTER_MAX:
+            # either huge front matter or a document that merely starts with a rule
+            if _FM_CLOSE.search(text, m.end()) is not None:
+                raise ParseError(f"front matter larger than {FRONT_MATTER_MAX // 1024} KB")
+        return {}, 0  # an opening rule with no closing one: not front matter
+    yaml_text = window[: close.start()]
+    if len(yaml_text.encode("utf-8")) > FRONT_MATTER_MAX:
+        raise ParseError(f"front matter larger than {FRONT_MATTER_MAX // 1024} KB")
+    body = m.end() + close.end()
+    if body < len(text) and text[body] == "\n":
+        body += 1
+    try:
+        meta = yaml.load(yaml_text, Loader=_NoAliasSafeLoader)  # noqa: S506 (safe subclass)
+    except ParseError:
+        raise
+    except yaml.constructor.ConstructorError as exc:
+        tag = getattr(exc, "problem", "") or str(exc)
+        raise ParseError(f"front matter has an unsafe or unknown YAML tag: {_one_line(tag)}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ParseError(f"malformed front matter{where}: {_one_line(problem)}") from None
+    except RecursionError:
+        raise ParseError("front matter nests too deeply") from None
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise ParseError(f"front matter is a {type(meta).__name__}, not a mapping")
+    return meta, body
+
+
+def _one_line(s: str, limit: int = 160) -> str:
+    s = " ".join(str(s).split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _as_date(value) -> date | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    s = str(value).strip()
+    try:
+        return date.fromisoformat(s[:10])
+    except ValueError:
+        pass
+    for fmt in ("%Y/%m/%d", "%d %B %Y", "%B %d, %Y", "%d %b %Y", "%b %d, %Y"):
+        try:
+            return datetime.strptime(s, fmt).date()
+        except ValueError:
+            continue
+    return None
+
+
+def _as_tags(value) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(t.strip() for t in value.split(",") if t.strip())
+    if isinstance(value, (list, tuple, set)):
+        return tuple(str(t).strip() for t in value if str(t).strip())
+    return (str(value),)
+
+
+def _as_risk(value) -> str | None:
+    if value is None:
+        return None
+    s = str(value).strip().lower()
+    return s if s in ("low", "medium", "high") else None
+
+
+# ---------------------------------------------------------------------------------------------
+# entry point
+
+
+def detect_format(path: str) -> str:
+    suffix = PurePath(path).suffix.lower()
+    if suffix in MARKDOWN_EXT:
+        return "markdown"
+    if suffix in HTML_EXT:
+        return "html"
+    return "text"
+
+
+def _decode(raw: bytes) -> str:
+    if b"\x00" in raw:
+        raise ParseError("binary file (contains NUL bytes)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def parse_document(raw: bytes, doc_id: str, path: str) -> Document:
+    """Parse one document version. Raises ``ParseError`` (one line) for unusable input."""
+    text = _decode(raw)
+    fmt = detect_format(path or doc_id)
+    meta: dict = {}
+    body = 0
+    if fmt in ("markdown", "text"):
+        meta, body = read_front_matter(text)
+    if fmt == "markdown":
+        blocks, first_heading = _MarkdownParser(text, body, mdx=PurePath(path or doc_id).suffix.lower() == ".mdx").run()
+    elif fmt == "html":
+        blocks, first_heading = _parse_html(text)
+    else:
+        blocks, first_heading = _MarkdownParser(text, body, plain=True).run()
+
+    kb_meta = meta.get("kbaudit") if isinstance(meta.get("kbaudit"), dict) else {}
+    title = meta.get("title")
+    title = _one_line(title, 300) if isinstance(title, (str, int, float)) and str(title).strip() else None
+    title = title or first_heading or PurePath(path or doc_id).stem
+    updated = None
+    for key in ("updated", "last_updated", "last-updated", "lastmod", "modified", "date"):
+        if key in meta:
+            updated = _as_date(meta.get(key))
+            if updated:
+                break
+    owner = meta.get("owner")
+    return Document(
+        doc_id=doc_id,
+        version_id=content_hash(raw),
+        path=path,
+        format=fmt,
+        text=text,
+        title=title,
+        updated=updated,
+        owner=str(owner) if owner not in (None, "") else None,
+        risk=_as_risk(meta.get("risk")),
+        tags=_as_tags(meta.get("tags")),
+        meta=meta,
+        blocks=tuple(blocks),
+        bytes=len(raw),
+        ignore=bool(kb_meta.get("ignore")) if kb_meta else False,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# inline markdown
+
+_INLINE_SPECIAL = re.compile(r"[`\\*_~\[\]!<&]")
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:-]*(?:\s[^<>]{0,500})?/?>")
+_AUTOLINK = re.compile(r"<((?:[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]{1,2000})|(?:[^\s<>@]{1,200}@[^\s<>@]{1,200}))>")
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_ESCAPABLE = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _inline(out: _Text, s: str, base: int) -> None:
+    """Append the visible text of inline Markdown ``s`` (at document offset ``base``) to ``out``.
+
+    Kept: text, link labels, code span contents (identifiers are checkable facts), autolink
+    URLs. Dropped: emphasis markers, link destinations, images, HTML tags and comments.
+    """
+    i = 0
+    n = len(s)
+    find = _INLINE_SPECIAL.search
+    while i < n:
+        m = find(s, i)
+        if m is None:
+            out.add(s[i:], base + i)
+            return
+        j = m.start()
+        if j > i:
+            out.add(s[i:j], base + i)
+        c = s[j]
+        if c == "\\":
+            if j + 1 < n and s[j + 1] in _ESCAPABLE:
+                out.add(s[j + 1], base + j + 1)
+                i = j + 2
+            else:
+                out.add(c, base + j)
+                i = j + 1
+        elif c == "`":
+            k = j
+            while k < n and s[k] == "`":
+                k += 1
+            ticks = s[j:k]
+            close = s.find(ticks, k, k + _INLINE_WINDOW)
+            while close != -1 and close + len(ticks) < n and s[close + len(ticks)] == "`":
+                close = s.find(ticks, close + len(ticks) + 1, k + _INLINE_WINDOW)
+            if close == -1:
+                out.add(ticks, base + j)
+                i = k
+            else:
+                content = s[k:close]
+                cs = 1 if content.startswith(" ") and content.endswith(" ") and content.strip() else 0
+                out.add(content[cs : len(content) - cs], base + k + cs)
+                i = close + len(ticks)
+        elif c in "*_~":
+            k = j
+            while k < n and s[k] == c:
+                k += 1
+            before = s[j - 1] if j > 0 else " "
+            after = s[k] if k < n else " "
+            if c == "_" and before.isalnum() and after.isalnum():
+                out.add(s[j:k], base + j)  # snake_case, not emphasis
+            elif c == "~" and k - j == 1:
+                out.add(c, base + j)  # "~5 minutes"
+            elif before.isspace() and after.isspace():
+                out.add(s[j:k], base + j)  # "2 * 3"
+            i = k
+        elif c == "!" and j + 1 < n and s[j + 1] == "[":
+            end = _link_end(s, j + 1)
+            if end is None:
+                out.add(c, base + j)
+                i = j + 1
+            else:
+                i = end[1]  # images are not prose
+        elif c == "[":
+            end = _link_end(s, j)
+            if end is None:
+                out.add(c, base + j)
+                i = j + 1
+            else:
+                label_end, after = end
+                _inline(out, s[j + 1 : label_end], base + j + 1)
+                i = after
+        elif c == "]":
+            out.add(c, base + j)
+            i = j + 1
+        elif c == "<":
+            if s.startswith("<!--", j):
+                close = s.find("-->", j + 4)
+                i = n if close == -1 else close + 3
+                continue
+            m2 = _AUTOLINK.match(s, j)
+            if m2:
+                out.add(m2.group(1), base + j + 1)
+                i = m2.end()
+                continue
+            m2 = _TAG.match(s, j)
+            if m2:
+                i = m2.end()
+                if m2.group(0).lower().startswith(("<br", "</p", "<p")) and not out.ends_with_space():
+                    out.add_synthetic(" ", base + j)
+                continue
+            out.add(c, base + j)
+            i = j + 1
+        elif c == "&":
+            m2 = _ENTITY.match(s, j)
+            if m2:
+                decoded = html.unescape(m2.group(0))
+                if decoded == m2.group(0):
+                    out.add(decoded, base + j)
+                else:
+                    out.add_synthetic(decoded.replace("\xa0", " "), base + j)
+                i = m2.end()
+            else:
+                out.add(c, base + j)
+                i = j + 1
+        else:  # pragma: no cover - the pattern only matches the cases above
+            out.add(c, base + j)
+            i = j + 1
+
+
+def _link_end(s: str, j: int) -> tuple[int, int] | None:
+    """For ``[label](dest)``, ``[label][ref]`` or ``[label]`` at ``s[j] == '['``: (label end, after)."""
+    limit = min(len(s), j + _INLINE_WINDOW)
+    depth = 0
+    k = j
+    while k < limit:
+        ch = s[k]
+        if ch == "\\":
+            k += 2
+            continue
+        if ch == "`":  # a code span inside a label: skip it
+            close = s.find("`", k + 1, limit)
+            if close == -1:
+                return None
+            k = close + 1
+            continue
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth == 0:
+                break
+        k += 1
+    else:
+        return None
+    label_end = k
+    nxt = label_end + 1
+    if nxt < len(s) and s[nxt] == "(":
+        depth = 0
+        q = nxt
+        limit = min(len(s), nxt + _INLINE_WINDOW)
+        while q < limit:
+            ch = s[q]
+            if ch == "\\":
+                q += 2
+                continue
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    return label_end, q + 1
+            q += 1
+        return None
+    if nxt < len(s) and s[nxt] == "[":
+        close = s.find("]", nxt + 1, min(len(s), nxt + 200))
+        if close != -1:
+            return label_end, close + 1
+    return label_end, nxt  # shortcut reference or plain brackets: keep the label
+
+
+# ---------------------------------------------------------------------------------------------
+# block markdown (line based, single pass)
+
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|$)")
+_ATX_CLOSE = re.compile(r"[ \t]+#+[ \t]*$|^#+[ \t]*$")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_HR = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
+_LIST = re.compile(r"( *)([-*+•]|\d{1,9}[.)])([ \t]+|$)")
+_QUOTE = re.compile(r" {0,3}> ?")
+_TABLE_DELIM = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_IGNORE_START = re.compile(r"<!--\s*kbaudit:\s*ignore\s*-->")
+_IGNORE_END = re.compile(r"<!--\s*kbaudit:\s*end\s*-->")
+_RAW_HTML_OPEN = re.compile(r" {0,3}<(script|style|pre|textarea)(?:\s|>|$)", re.I)
+_MDX_ESM = re.compile(r"(?:import|export)\s")
+_LAST_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
+
+
+def _last_sentence(text: str) -> str:
+    parts = _LAST_SENTENCE.split(text)
+    return parts[-1].strip() if parts else text
+
+
+class _MarkdownParser:
+    """A forgiving, single-pass Markdown block parser (CommonMark/GFM subset).
+
+    ``plain=True`` parses plain text: paragraphs, list items and underlined headings only.
+    """
+
+    def __init__(self, text: str, body: int, plain: bool = False, mdx: bool = False):
+        self.text = text
+        self.body = body
+        self.plain = plain
+        self.mdx = mdx
+        self.blocks: list[Block] = []
+        self.section: list[tuple[int, str]] = []  # (level, title)
+        self.first_heading: str | None = None
+        self.first_h1: str | None = None
+        # paragraph in progress: list of (content, offset)
+        self.para: list[tuple[str, int]] = []
+        self.para_kind = "paragraph"
+        self.para_level = 0
+        self.para_lead = ""
+        self.list_stack: list[tuple[int, int, str]] = []  # (marker indent, content indent, text)
+        self.list_lead = ""  # lead-in for the current top-level list
+        self.last_block_kind = ""
+        self.last_para_text = ""
+
+    # -- helpers
+    def _section(self) -> tuple[str, ...]:
+        return tuple(t for _, t in self.section)
+
+    def _emit(self, kind: str, pieces: list[tuple[str, int]], level: int = 0, lead_in: str = "",
+              headers: tuple[str, ...] = (), text_map: tuple[str, OffsetMap] | None = None) -> Block | None:
+        if text_map is None:
+            out = _Text()
+            for idx, (s, off) in enumerate(pieces):
+                if idx and not out.ends_with_space():
+                    out.add(" ", off - 1) if off > 0 and self.text[off - 1] in " \t\n" else out.add_synthetic(" ", off)
+                if self.plain:
+                    out.add(s, off)
+                else:
+                    _inline(out, s, off)
+            text, omap = out.build()
+        else:
+            text, omap = text_map
+        if not text:
+            return None
+        start, end = omap.span(0, len(text))
+        block = Block(kind=kind, start=start, end=end, text=text, offsets=omap, section=self._section(),
+                      level=level, lead_in=lead_in, headers=headers)
+        self.blocks.append(block)
+        self.last_block_kind = kind
+        return block
+
+    def _flush(self) -> None:
+        if not self.para:
+            return
+        block = self._emit(self.para_kind, self.para, level=self.para_level, lead_in=self.para_lead)
+        if block is not None:
+            if self.para_kind == "list_item":
+                if self.list_stack:
+                    mi, ci, _ = self.list_stack[-1]
+                    self.list_stack[-1] = (mi, ci, block.text)
+            else:
+                self.last_para_text = block.text
+        self.para = []
+        self.para_kind = "paragraph"
+        self.para_level = 0
+        self.para_lead = ""
+
+    def _heading(self, level: int, content: str, off: int) -> None:
+        self._flush()
+        self.list_stack.clear()
+        while self.section and self.section[-1][0] >= level:
+            self.section.pop()
+        block = self._emit("heading", [(content, off)], level=level)
+        if block is not None:
+            if self.first_heading is None:
+                self.first_heading = block.text
+            if level == 1 and self.first_h1 is None:
+                self.first_h1 = block.text
+            self.section.append((level, block.text))
+        self.last_para_text = ""
+
+    def _table_row_cells(self, line: str, off: int) -> list[tuple[str, int]]:
+        """Split a table row into (cell text, offset) on unescaped pipes outside code spans."""
+        cells: list[tuple[str, int]] = []
+        s = line
+        i = 0
+        n = len(s)
+        # strip leading/trailing pipe
+        lead = len(s) - len(s.lstrip())
+        i = lead
+        if i < n and s[i] == "|":
+            i += 1
+        end = len(s.rstrip())
+        if end > i and s[end - 1] == "|" and (end < 2 or s[end - 2] != "\\"):
+            end -= 1
+        cell_start = i
+        in_code = False
+        while i < end:
+            ch = s[i]
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == "`":
+                in_code = not in_code
+            elif ch == "|" and not in_code:
+                cells.append((s[cell_start:i], off + cell_start))
+                cell_start = i + 1
+            i += 1
+        cells.append((s[cell_start:end], off + cell_start))
+        return [(c.strip(), o + (len(c) - len(c.lstrip()))) for c, o in cells]
+
+    def _cell_text(self, cell: str, off: int) -> tuple[str, OffsetMap]:
+        out = _Text()
+        _inline(out, cell, off)
+        return out.build()
+
+    def _table(self, lines, idx: int) -> int:
+        """Parse a GFM table whose header is lines[idx]; returns the index after the table."""
+        text = self.text
+        hs, he = lines[idx]
+        header_cells = self._table_row_cells(text[hs:he], hs)
+        headers = tuple(self._cell_text(c, o)[0] for c, o in header_cells)
+        i = idx + 2
+        while i < len(lines):
+            s, e = lines[i]
+            line = text[s:e]
+            if not line.strip() or "|" not in line:
+                break
+            cells = self._table_row_cells(line, s)
+            self._emit("table_row", [], headers=headers, text_map=self._join_cells(cells))
+            i += 1
+        return i
+
+    def _join_cells(self, cells: list[tuple[str, int]]) -> tuple[str, OffsetMap]:
+        out = _Text()
+        for k, (c, o) in enumerate(cells):
+            if k:
+                out.add_synthetic(" | ", max(o - 1, 0))
+            t, m = self._cell_text(c, o)
+            if not t:
+                out.add_synthetic("-", o)  # keep the column count: an empty cell
+                continue
+            for a, b in _runs(m, len(t)):
+                out.add(t[a:b], m[a])
+        text = "".join(out.parts)
+        return text, OffsetMap(out.starts, out.docs, out.n)
+
+    # -- main loop
+    def run(self) -> tuple[list[Block], str | None]:
+        text = self.text
+        lines: list[tuple[int, int]] = []
+        pos = self.body
+        n = len(text)
+        while pos < n:
+            nl = text.find("\n", pos)
+            if nl == -1:
+                nl = n
+            end = nl - 1 if nl > pos and text[nl - 1] == "\r" else nl
+            lines.append((pos, end))
+            pos = nl + 1
+        if self.plain:
+            self._run_plain(lines)
+        else:
+            self._run_markdown(lines)
+        self._flush()
+        return self.blocks, self.first_h1 or self.first_heading
+
+    def _run_plain(self, lines) -> None:
+        text = self.text
+        i = 0
+        while i < len(lines):
+            s, e = lines[i]
+            line = text[s:e]
+            stripped = line.strip()
+            if not stripped:
+                self._flush()
+                self.list_stack.clear()
+                i += 1
+                continue
+            if _IGNORE_START.search(line):
+                self._flush()
+                i = self._skip_ignored(lines, i)
+                continue
+            # underlined heading
+            if self.para and self.para_kind == "paragraph" and len(self.para) == 1 and _SETEXT.match(line) and len(stripped) >= 3:
+                content, off = self.para[0]
+                self.para = []
+                self._heading(1 if stripped[0] == "=" else 2, content, off)
+                i += 1
+                continue
+            lead = len(line) - len(line.lstrip())
+            m = _LIST.match(line)
+            if m and m.end() < len(line):
+                self._list_item(m, line, s)
+            elif self.para:
+                self.para.append((stripped, s + lead))
+            else:
+                self.para = [(stripped, s + lead)]
+                self.para_kind = "paragraph"
+            i += 1
+
+    def _skip_ignored(self, lines, i: int) -> int:
+        """Skip from the line holding an ignore marker to the line holding the end marker."""
+        text = self.text
+        s, e = lines[i]
+        m = _IGNORE_START.search(text, s, e)
+        if m and _IGNORE_END.search(text, m.end(), e):
+            return i + 1  # both on one line
+        i += 1
+        while i < len(lines):
+            s, e = lines[i]
+            if _IGNORE_END.search(text, s, e):
+                return i + 1
+            i += 1
+        return i
+
+    def _list_item(self, m, line: str, s: int) -> None:
+        self._flush()
+        indent = len(m.group(1))
+        content_start = m.end()
+        content_indent = content_start if m.group(3) else content_start + 1
+        stack = self.list_stack  # (marker indent, content indent, item text)
+        while stack and stack[-1][0] > indent:
+            stack.pop()
+        sibling = False
+        if stack and (indent < stack[-1][1] or indent >= stack[-1][1] + 4):
+            stack.pop()  # a sibling of the top item (or over-indented: best effort)
+            sibling = True
+        if not stack and sibling:
+            lead_in = self.list_lead
+        elif not stack:
+            prev = self.last_para_text if self.last_block_kind in ("paragraph", "quote") else ""
+            self.list_lead = _last_sentence(prev) if prev.rstrip().endswith(":") else ""
+            lead_in = self.list_lead
+        else:
+            parent = stack[-1][2]
+            lead_in = parent if parent.rstrip().endswith(":") else ""
+        level = len(stack)
+        stack.append((indent, content_indent, ""))
+        content = line[content_start:]
+        if content.startswith(("[ ] ", "[x] ", "[X] ")):  # task list checkbox
+            content = content[4:]
+            content_start += 4
+        self.para = [(content.rstrip(), s + content_start)]
+        self.para_kind = "list_item"
+        self.para_level = level
+        self.para_lead = lead_in
+
+    def _run_markdown(self, lines) -> None:
+        text = self.text
+        i = 0
+        nlines = len(lines)
+        in_quote_prev = False
+        while i < nlines:
+            s, e = lines[i]
+            line = text[s:e]
+            # ignore passages and comments
+            if "<!--" in line:
+                if _IGNORE_START.search(line):
+                    self._flush()
+                    i = self._skip_ignored(lines, i)
+                    continue
+                if line.lstrip().startswith("<!--") and "-->" not in line:
+                    self._flush()
+                    i += 1
+                    while i < nlines and "-->" not in text[lines[i][0]:lines[i][1]]:
+                        i += 1
+                    i += 1
+                    continue
+            # block quotes: strip markers, remember we are inside one
+            base = s
+            depth = 0
+            while True:
+                qm = _QUOTE.match(text, base, e)
+                if not qm:
+                    break
+                base = qm.end()
+                depth += 1
+            in_quote = depth > 0
+            if in_quote != in_quote_prev:
+                self._flush()
+                self.list_stack.clear()
+                in_quote_prev = in_quote
+            line = text[base:e]
+            stripped = line.strip()
+            if not stripped:
+                self._flush()
+                i += 1
+                continue
+            # fenced code: skip to the closing fence (or the end of the document)
+            fm = _FENCE.match(line)
+            if fm:
+                self._flush()
+                fence = fm.group(1)
+                if fence[0] == "`" and "`" in line[fm.end():]:
+                    pass  # not a fence: an inline code span at line start
+                else:
+                    i += 1
+                    while i < nlines:
+                        ls, le = lines[i]
+                        l2 = text[ls:le].lstrip(" >")
+                        if l2.startswith(fence[0] * len(fence)) and not l2.strip(fence[0]).strip():
+                            break
+                        i += 1
+                    i += 1
+                    continue
+            # raw html blocks whose content is not prose
+            rm = _RAW_HTML_OPEN.match(line)
+            if rm:
+                self._flush()
+                closer = f"</{rm.group(1).lower()}"
+                while i < nlines and closer not in text[lines[i][0]:lines[i][1]].lower():
+                    i += 1
+                i += 1
+                continue
+            if self.mdx and not self.para and _MDX_ESM.match(line):
+                self._flush()
+                i += 1
+                continue
+            lead = len(line) - len(line.lstrip(" \t"))
+            # indented code (not inside a list, not continuing a paragraph)
+            if lead >= 4 and not self.para and not self.list_stack:
+                i += 1
+                continue
+            hm = _ATX.match(line)
+            if hm:
+                content = line[hm.end():]
+                cm = _ATX_CLOSE.search(content)
+                if cm:
+                    content = content[: cm.start()]
+                self._heading(len(hm.group(1)), content.strip(), base + hm.end() + (len(content) - len(content.lstrip())))
+                i += 1
+                continue
+            # setext heading underline
+            if self.para and self.para_kind in ("paragraph",) and not in_quote and _SETEXT.match(line):
+                pieces = self.para
+                self.para = []
+                level = 1 if stripped[0] == "=" else 2
+                self._flush()
+                while self.section and self.section[-1][0] >= level:
+                    self.section.pop()
+                block = self._emit("heading", pieces, level=level)
+                if block is not None:
+                    if self.first_heading is None:
+                        self.first_heading = block.text
+                    if level == 1 and self.first_h1 is None:
+                        self.first_h1 = block.text
+                    self.section.append((level, block.text))
+                i += 1
+                continue
+            if _HR.match(line):
+                self._flush()
+                self.list_stack.clear()
+                i += 1
+                continue
+            # tables
+            if "|" in line and i + 1 < nlines:
+                ns, ne = lines[i + 1]
+                nxt = text[ns:ne]
+                if in_quote:
+                    nxt = nxt.lstrip(" >")
+                if "-" in nxt and _TABLE_DELIM.match(nxt) and ("|" in nxt or nxt.count("-") >= 3 and "|" in line):
+                    self._flush()
+                    self.list_stack.clear()
+                    i = self._table(lines, i)
+                    continue
+            lm = _LIST.match(line)
+            if lm and (lm.end() < len(line)) and not (self.para and self.para_kind != "list_item" and lm.group(2)[0].isdigit() and not lm.group(2).startswith("1")):
+                self._list_item(lm, line, base)
+                i += 1
+                continue
+            content = line.strip()
+            off = base + lead
+            if self.para:
+                self.para.append((content, off))
+            else:
+                if self.list_stack and lead >= self.list_stack[-1][1]:
+                    # a further paragraph inside a list item
+                    self.para = [(content, off)]
+                    self.para_kind = "list_item"
+                    self.para_level = max(len(self.list_stack) - 1, 0)
+                    self.para_lead = ""
+                else:
+                    self.list_stack.clear()
+                    self.para = [(content, off)]
+                    self.para_kind = "quote" if in_quote else "paragraph"
+            i += 1
+
+
+def _runs(m: OffsetMap, n: int):
+    """Yield (a, b) ranges of text positions whose offsets are contiguous."""
+    starts = m._starts
+    for k, a in enumerate(starts):
+        b = starts[k + 1] if k + 1 < len(starts) else n
+        if b > a:
+            yield a, b
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+
+_HTML_SKIP = {"script", "style", "noscript", "template", "svg", "math", "head", "iframe", "object", "canvas", "pre", "code_block"}
+_HTML_BLOCK = {
+    "p", "div", "section", "article", "main", "aside", "header", "footer", "nav", "li", "ul", "ol", "dl", "dt", "dd",
+    "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "table", "thead", "tbody", "tfoot", "tr", "td", "th",
+    "caption", "figure", "figcaption", "form", "fieldset", "address", "details", "summary", "hr", "body", "html",
+}
+_HTML_VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "param", "source", "track", "wbr"}
+
+
+class _HTMLBlocks(HTMLParser):
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=False)
+        self.src = text
+        self.line_starts = [0]
+        pos = text.find("\n")
+        while pos != -1:
+            self.line_starts.append(pos + 1)
+            pos = text.find("\n", pos + 1)
+        self.blocks: list[Block] = []
+        self.section: list[tuple[int, str]] = []
+        self.first_heading: str | None = None
+        self.first_h1: str | None = None
+        self.title: str | None = None
+        self.skip: list[str] = []
+        self.cur = _Text()
+        self.kind = "paragraph"
+        self.level = 0
+        self.list_depth = 0
+        self.quote_depth = 0
+        self.in_title = False
+        self.title_buf: list[str] = []
+        self.ignoring = False
+        self.lead_in = ""
+        self.last_para = ""
+        self.list_lead: list[str] = []
+        # tables
+        self.in_row = False
+        self.row_cells: list[tuple[str, OffsetMap]] = []
+        self.row_is_header = False
+        self.headers: tuple[str, ...] = ()
+        self.cell: _Text | None = None
+
+    def _pos(self) -> int:
+        line, col = self.getpos()
+        return self.line_starts[line - 1] + col
+
+    def _section(self):
+        return tuple(t for _, t in self.section)
+
+    def _flush(self) -> None:
+        text, omap = self.cur.build()
+        self.cur = _Text()
+        if not text:
+            return
+        text, omap = _collapse_ws(text, omap)
+        kind = self.kind
+        if kind == "paragraph" and self.list_depth:
+            kind = "list_item"
+        if kind == "paragraph" and self.quote_depth:
+            kind = "quote"
+        lead = ""
+        if kind == "list_item":
+            lead = self.list_lead[-1] if self.list_lead else ""
+        start, end = omap.span(0, len(text))
+        level = self.level if kind == "heading" else max(self.list_depth - 1, 0)
+        self.blocks.append(Block(kind=kind, start=start, end=end, text=text, offsets=omap,
+                                 section=self._section(), level=level, lead_in=lead))
+        if kind == "heading":
+            while self.section and self.section[-1][0] >= self.level:
+                self.section.pop()
+            self.section.append((self.level, text))
+            if self.first_heading is None:
+                self.first_heading = text
+            if self.level == 1 and self.first_h1 is None:
+                self.first_h1 = text
+            self.last_para = ""
+        elif kind in ("paragraph", "quote"):
+            self.last_para = text
+        self.kind = "paragraph"
+
+    def handle_starttag(self, tag, attrs):
+        tag = tag.lower()
+        if self.ignoring:
+            return
+        if self.skip:
+            if tag == self.skip[-1] and tag not in _HTML_VOID:
+                self.skip.append(tag)
+            return
+        if tag in _HTML_SKIP:
+            if tag == "head":
+                return  # only <title> matters inside <head>; the rest is not visible text
+            self._flush()
+            self.skip.append(tag)
+            return
+        if tag == "title":
+            self.in_title = True
+            return
+        if tag in _HTML_BLOCK:
+            if self.cell is not None and tag not in ("td", "th", "tr", "table"):
+                return
+            self._flush()
+            if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
+                self.kind = "heading"
+                self.level = int(tag[1])
+            elif tag in ("ul", "ol", "dl"):
+                prev = self.last_para
+                self.list_lead.append(_last_sentence(prev) if prev.rstrip().endswith(":") else "")
+                self.list_depth += 1
+                self.last_para = ""
+            elif tag == "blockquote":
+                self.quote_depth += 1
+            elif tag == "tr":
+                self.in_row = True
+                self.row_cells = []
+                self.row_is_header = True
+            elif tag in ("td", "th"):
+                if not self.in_row:
+                    self.in_row = True
+                    self.row_cells = []
+                    self.row_is_header = True
+                self.cell = _Text()
+                if tag == "td":
+                    self.row_is_header = False
+            elif tag == "table":
+                self.headers = ()
+            return
+        if tag == "br":
+            target = self.cell if self.cell is not None else self.cur
+            target.add_synthetic(" ", self._pos())
+
+    def handle_startendtag(self, tag, attrs):
+        if tag.lower() == "br":
+            self.handle_starttag(tag, attrs)
+
+    def handle_endtag(self, tag):
+        tag = tag.lower()
+        if self.ignoring:
+            return
+        if self.skip:
+            if tag == self.skip[-1]:
+                self.skip.pop()
+            return
+        if tag == "title":
+            self.in_title = False
+            self.title = _one_line("".join(self.title_buf)) or None
+            return
+        if tag in ("td", "th") and self.cell is not None:
+            text, omap = self.cell.build()
+            text, omap = _collapse_ws(text, omap)
+            self.row_cells.append((text, omap))
+            self.cell = None
+            return
+        if tag == "tr":
+            self._end_row()
+            return
+        if tag == "table":
+            self._end_row()
+            self.headers = ()
+            return
+        if tag in _HTML_BLOCK:
+            if self.cell is not None:
+                return
+            self._flush()
+            if tag in ("ul", "ol", "dl"):
+                self.list_depth = max(self.list_depth - 1, 0)
+                if self.list_lead:
+                    self.list_lead.pop()
+            elif tag == "blockquote":
+                self.quote_depth = max(self.quote_depth - 1, 0)
+
+    def _end_row(self):
+        if self.cell is not None:
+            self.handle_endtag("td")
+        if not self.in_row:
+            return
+        self.in_row = False
+        cells = self.row_cells
+        self.row_cells = []
+        if not cells:
+            return
+        if self.row_is_header and not self.headers:
+            self.headers = tuple(t for t, _ in cells)
+            return
+        out = _Text()
+        for k, (t, m) in enumerate(cells):
+            if k:
+                out.add_synthetic(" | ", m[0] if len(m) else 0)
+            if not t:
+                out.add_synthetic("-", 0 if not self.blocks else self.blocks[-1].end)
+                continue
+            for a, b in _runs(m, len(t)):
+                out.add(t[a:b], m[a])
+        text = "".join(out.parts)
+        omap = OffsetMap(out.starts, out.docs, out.n)
+        if not text.strip(" |-"):
+            return
+        start, end = omap.span(0, len(text))
+        self.blocks.append(Block(kind="table_row", start=start, end=end, text=text, offsets=omap,
+                                 section=self._section(), headers=self.headers))
+
+    def _data(self, data: str, off: int, synthetic: bool = False):
+        if self.in_title:
+            self.title_buf.append(data)
+            return
+        if self.skip or self.ignoring:
+            return
+        target = self.cell if self.cell is not None else self.cur
+        if synthetic:
+            target.add_synthetic(data, off)
+        else:
+            target.add(data, off)
+
+    def handle_data(self, data):
+        self._data(data, self._pos())
+
+    def handle_entityref(self, name):
+        self._data(html.unescape(f"&{name};").replace("\xa0", " "), self._pos(), synthetic=True)
+
+    def handle_charref(self, name):
+        self._data(html.unescape(f"&#{name};").replace("\xa0", " "), self._pos(), synthetic=True)
+
+    def handle_comment(self, data):
+        if _IGNORE_START.fullmatch(f"<!--{data}-->"):
+            self._flush()
+            self.ignoring = True
+        elif _IGNORE_END.fullmatch(f"<!--{data}-->"):
+            self.ignoring = False
+
+
+_WS = re.compile(r"\s+")
+
+
+def _collapse_ws(text: str, omap: OffsetMap) -> tuple[str, OffsetMap]:
+    """Collapse whitespace runs to one space (HTML rendering), keeping offsets aligned."""
+    if "  " not in text and "\n" not in text and "\t" not in text and "\r" not in text:
+        return text, omap
+    out = _Text()
+    pos = 0
+    for m in _WS.finditer(text):
+        if m.start() > pos:
+            _copy(out, text, omap, pos, m.start())
+        out.add_synthetic(" ", omap[m.start()]) if text[m.start()] != " " else out.add(" ", omap[m.start()])
+        pos = m.end()
+    if pos < len(text):
+        _copy(out, text, omap, pos, len(text))
+    return out.build()
+
+
+def _copy(out: _Text, text: str, omap: OffsetMap, a: int, b: int) -> None:
+    """Copy text[a:b] into ``out`` with its offsets, run by run."""
+    starts = omap._starts
+    k = bisect_right(starts, a) - 1
+    i = a
+    while i < b:
+        run_end = starts[k + 1] if k + 1 < len(starts) else len(omap)
+        j = min(b, run_end)
+        out.add(text[i:j], omap[i])
+        i = j
+        k += 1
+
+
+def _parse_html(text: str) -> tuple[list[Block], str | None]:
+    p = _HTMLBlocks(text)
+    try:
+        p.feed(text)
+        p.close()
+    except Exception:  # noqa: BLE001 - malformed HTML: keep what was parsed
+        pass
+    p._end_row()
+    p._flush()
+    return p.blocks, p.title or p.first_h1 or p.first_heading
