@@ -14,6 +14,10 @@ import sys
 from pathlib import Path
 
 from flows.env import prepare_environment
+from kb.config import ConfigError
+
+# Command groups that live in their own modules; each has `register(subparsers)`.
+COMMAND_MODULES: tuple[str, ...] = ()
 
 BENCHES = {
     "demo": "kb.bench.demo",
@@ -23,10 +27,6 @@ BENCHES = {
     "drift": "kb.bench.drift",
 }
 LABELS = ("supported", "contradicted", "stale", "uncertain")
-
-
-class UsageError(Exception):
-    pass
 
 
 def _print_json(data) -> None:
@@ -81,10 +81,10 @@ def cmd_report(args) -> int:
     store = Store(args.out)
     run_ids = store.run_ids()
     if not run_ids:
-        raise UsageError(f"no completed run in {args.out}")
+        raise ConfigError(f"no completed run in {args.out}")
     run_id = args.run or run_ids[-1]
     if run_id not in run_ids:
-        raise UsageError(f"no run {run_id!r} in {args.out}")
+        raise ConfigError(f"no run {run_id!r} in {args.out}")
     frame = store.query("SELECT * FROM runs WHERE run_id = ?", [run_id])
     row = frame.iloc[0].to_dict()
     if args.json:
@@ -102,7 +102,7 @@ def cmd_sql(args) -> int:
     try:
         frame = Store(args.out).query(args.query)
     except duckdb.Error as exc:
-        raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from None
+        raise ConfigError(f"query failed: {str(exc).splitlines()[0]}") from None
     if args.json:
         print(frame.to_json(orient="records", date_format="iso", default_handler=str))
     else:
@@ -182,6 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
         module.add_arguments(sub_parser)
         sub_parser.add_argument("--json", help="write the metrics to this file as one JSON object")
         sub_parser.set_defaults(func=cmd_bench, bench_module=module)
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(sub)
     return parser
 
 
@@ -194,12 +196,11 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(message)s",
         datefmt="%H:%M:%S",
     )
-    from kb.config import ConfigError
     from kb.store import StoreError
 
     try:
         return args.func(args)
-    except (ConfigError, UsageError) as exc:
+    except ConfigError as exc:
         print(f"kbaudit: error: {exc}", file=sys.stderr)
         return 2
     except StoreError as exc:
