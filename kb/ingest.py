@@ -23,7 +23,7 @@ def _ignore_spec(root: Path) -> pathspec.PathSpec | None:
     path = root / IGNORE_FILE
     if not path.is_file():
         return None
-    return pathspec.PathSpec.from_lines("gitwildmatch", path.read_text("utf-8", errors="replace").splitlines())
+    return pathspec.PathSpec.from_lines("gitignore", path.read_text("utf-8", errors="replace").splitlines())
 
 
 def list_documents(root: Path) -> tuple[list[Path], list[IngestError]]:
