@@ -284,16 +284,18 @@ class Retriever:
             np.add.at(fused, (np.broadcast_to(rows, idx.shape), np.maximum(idx, 0)), contrib)
         return bm25, dense, fused
 
-    def rank(self, queries: list[str], k: int = 10, mode: str = "hybrid", max_per_source: int | None = None):
-        """Ranked passage indices per query for ``mode`` in hybrid | bm25 | dense (benchmarks)."""
-        out = []
-        vecs = self.embedder.encode(queries) if queries else None
+    def rank(self, queries: list[str], k: int = 10, modes=("hybrid",), max_per_source: int | None = None):
+        """Ranked passage indices per query for each mode in hybrid | bm25 | dense (benchmarks)."""
+        out: dict[str, list[list[int]]] = {m: [] for m in modes}
+        if not queries or not self.passages:
+            return {m: [[] for _ in queries] for m in modes}
+        vecs = self.embedder.encode(queries)
         for s in range(0, len(queries), self.batch_size):
             qs = queries[s : s + self.batch_size]
             bm25, dense, fused = self.score_batch(qs, vecs[s : s + self.batch_size])
-            score = {"hybrid": fused, "bm25": bm25, "dense": dense}[mode]
-            for i in range(len(qs)):
-                out.append(self._select(score[i], dense[i], k, max_per_source, add_versions=False))
+            scores = {"hybrid": fused, "bm25": bm25, "dense": dense}
+            for m in modes:
+                out[m].extend(self._select(scores[m][i], dense[i], k, max_per_source, False) for i in range(len(qs)))
         return out
 
     def _select(self, score: np.ndarray, dense: np.ndarray, k: int, max_per_source, add_versions: bool) -> list[int]:

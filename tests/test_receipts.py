@@ -1,0 +1,70 @@
+"""Receipts: sign, verify, detect tampering; canonical evidence bytes survive a Parquet round trip."""
+
+from __future__ import annotations
+
+import stat
+from dataclasses import replace
+from datetime import date
+
+import pytest
+
+from kb.receipts import KEY_ENV, KEY_FILE, canonical_rows, sign_batch, verify_receipt
+from kb.records import Evidence
+
+
+def _evidence(rank: int, score: float) -> Evidence:
+    return Evidence(
+        claim_id="c1", rank=rank, passage_id=f"p{rank}", source_id="pricing", source_version="v1",
+        source_date=date(2024, 6, 1), authority=1.0, passage="The Pro plan costs $25 per month.",
+        sentence="The Pro plan costs $25 per month.", score_bm25=3.25, score_dense=0.71234567, score_fused=score,
+    )
+
+
+@pytest.fixture(autouse=True)
+def no_env_key(monkeypatch):
+    monkeypatch.delenv(KEY_ENV, raising=False)
+
+
+def test_sign_and_verify_with_key_file(tmp_path):
+    row = sign_batch("run-1", "retrieve", b"claims", b"evidence", tmp_path)
+    assert set(row) == {"receipt_id", "run_id", "tool", "input_hash", "output_hash", "created_at", "signature"}
+    key = tmp_path / KEY_FILE
+    assert key.exists() and stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert verify_receipt(row, b"claims", b"evidence", tmp_path)
+    again = sign_batch("run-1", "retrieve", b"claims", b"evidence", tmp_path)
+    assert key.read_bytes() and verify_receipt(again, b"claims", b"evidence", tmp_path)
+
+
+def test_tampering_is_detected(tmp_path):
+    row = sign_batch("run-1", "retrieve", b"claims", b"evidence", tmp_path)
+    assert not verify_receipt(row, b"claims", b"evidence!", tmp_path)  # outputs altered
+    assert not verify_receipt(row, b"claimz", b"evidence", tmp_path)  # inputs altered
+    assert not verify_receipt({**row, "tool": "llm"}, b"claims", b"evidence", tmp_path)
+    assert not verify_receipt({**row, "signature": "0" * 64}, b"claims", b"evidence", tmp_path)
+    assert not verify_receipt({k: v for k, v in row.items() if k != "signature"}, b"claims", b"evidence", tmp_path)
+    other = tmp_path / "other"
+    assert not verify_receipt(row, b"claims", b"evidence", other)  # a different key
+
+
+def test_env_key_takes_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "s3cret")
+    row = sign_batch("run-1", "retrieve", b"i", b"o", tmp_path)
+    assert not (tmp_path / KEY_FILE).exists()
+    assert verify_receipt(row, b"i", b"o", tmp_path)
+    monkeypatch.setenv(KEY_ENV, "another")
+    assert not verify_receipt(row, b"i", b"o", tmp_path)
+
+
+def test_evidence_rows_verify_after_parquet_round_trip(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    rows = [_evidence(1, 0.0327), _evidence(2, 0.0161)]
+    signed = sign_batch("run-1", "retrieve", b"claims", canonical_rows(rows), tmp_path)
+    table = pa.Table.from_pylist([{**r.__dict__, "receipt_id": signed["receipt_id"]} for r in rows])
+    pq.write_table(table, tmp_path / "evidence.parquet")
+    back = pq.read_table(tmp_path / "evidence.parquet").to_pylist()[::-1]  # order does not matter
+    assert verify_receipt(signed, b"claims", canonical_rows(back), tmp_path)
+    back[0]["sentence"] = "The Pro plan costs $20 per month."
+    assert not verify_receipt(signed, b"claims", canonical_rows(back), tmp_path)
+    assert canonical_rows([replace(rows[0], score_fused=0.5)]) != canonical_rows(rows[:1])

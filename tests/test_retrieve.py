@@ -1,0 +1,126 @@
+"""Hybrid retrieval on a tiny real corpus with the real bundled embedding model."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import numpy as np
+import pytest
+
+from kb.embed import Embedder
+from kb.records import Claim
+from kb.retrieve import Retriever, build_passages, split_sentences
+from kb.sources import load_sources
+
+TODAY = date(2025, 1, 15)
+
+DOCS = {
+    "pricing-2023.md": ("pricing", "2023-01-10", "Pricing", "The Pro plan costs $20 per month. It includes 10 seats. Support is by email only."),
+    "pricing-2024.md": ("pricing", "2024-06-01", "Pricing", "The Pro plan costs $25 per month. It includes 10 seats. Support is by email and chat."),
+    "sso.md": ("sso", "2024-02-01", "Single sign-on", "Enterprise customers can log in with SAML single sign-on. Okta and Azure AD are supported identity providers."),
+    "backup.md": ("backups", "2024-03-01", "Backups", "Databases are backed up every night at 02:00 UTC. Backups are kept for 30 days."),
+    "limits.md": ("limits", "2024-04-01", "API limits", "The public API accepts 100 requests per minute per token. Bursts above the limit get HTTP 429."),
+    "geo.md": ("geo", "2024-01-01", "Geography", "Paris is the capital of France. About 2.1 million people live in the city proper."),
+}
+
+
+def claim(cid: str, text: str) -> Claim:
+    return Claim(claim_id=cid, doc_id="kb.md", version_id="v", start=0, end=len(text), source_text=text, text=text)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sources")
+    for name, (sid, day, title, body) in DOCS.items():
+        (root / name).write_text(f"---\nid: {sid}\ntitle: {title}\npublished_at: {day}\n---\n{body}\n", encoding="utf-8")
+    sources, errors = load_sources(root, today=TODAY)
+    assert errors == []
+    return sources
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def retriever(corpus, cache_dir):
+    r = Retriever(Embedder(cache_dir=cache_dir))
+    r.index(corpus)
+    return r
+
+
+def test_sentences_and_passage_offsets(corpus):
+    text = "Dr. Smith met e.g. Mr. Jones. Version 2.1 shipped! Then what? Nothing."
+    spans = [text[a:b] for a, b in split_sentences(text)]
+    assert spans == ["Dr. Smith met e.g. Mr. Jones.", "Version 2.1 shipped!", "Then what?", "Nothing."]
+    for src in corpus:
+        for p, sents in build_passages(src, window=2, stride=1):
+            assert p.source_version == src.source_version and p.source_date == src.source_date
+            for s in sents:
+                assert src.text[s.start : s.end] == s.text  # plain prose: visible == raw
+            assert src.text[p.start : p.end].startswith(sents[0].text)
+
+
+def test_paraphrased_claim_retrieves_its_passage(retriever):
+    res = retriever.search(
+        [
+            claim("c1", "Every night the databases get a backup, retained for a month."),
+            claim("c2", "You can sign in through SAML SSO with Okta."),
+            claim("c3", "How many requests per minute does the API allow?"),
+        ],
+        k=3,
+    )
+    assert res["c1"][0].source_id == "backups"
+    assert res["c2"][0].source_id == "sso"
+    assert res["c3"][0].source_id == "limits"
+    top = res["c1"][0]
+    assert top.rank == 1 and top.sentence in top.passage
+    assert top.score_dense > 0 and top.score_fused > 0
+    assert "30 days" in res["c1"][0].passage
+
+
+def test_all_versions_of_a_matching_source_are_returned(retriever):
+    ev = retriever.search([claim("p", "The Pro plan costs $20 a month.")], k=1)["p"]
+    pricing = [e for e in ev if e.source_id == "pricing"]
+    assert {e.source_date for e in pricing} == {date(2023, 1, 10), date(2024, 6, 1)}
+    assert {e.sentence for e in pricing} == {"The Pro plan costs $20 per month.", "The Pro plan costs $25 per month."}
+    assert [e.rank for e in ev] == list(range(1, len(ev) + 1))
+
+
+def test_rrf_fusion_scores(retriever):
+    q = ["Backups are kept for 30 days."]
+    vec = retriever.embedder.encode(q)
+    bm25, dense, fused = retriever.score_batch(q, vec)
+    k = retriever.rrf_k
+    order_b = [int(j) for j in np.argsort(-bm25[0], kind="stable") if bm25[0, j] > 0]
+    order_d = [int(j) for j in np.argsort(-dense[0], kind="stable")]
+    for j in range(len(retriever.passages)):
+        expected = 0.0
+        if j in order_b:
+            expected += retriever.w_bm25 / (k + order_b.index(j) + 1)
+        expected += retriever.w_dense / (k + order_d.index(j) + 1)
+        assert fused[0, j] == pytest.approx(expected, rel=1e-5)
+    best = int(np.argmax(fused[0]))
+    assert retriever.passages[best].source_id == "backups"
+    assert fused[0, best] == pytest.approx(retriever.w_bm25 / (k + 1) + retriever.w_dense / (k + 1), rel=1e-5)
+
+
+def test_second_run_uses_cache_without_loading_model(retriever, corpus, cache_dir):
+    claims = [claim("c1", "Every night the databases get a backup, retained for a month.")]
+    first = retriever.search(claims, k=3)
+    emb = Embedder(cache_dir=cache_dir)
+    again = Retriever(emb)
+    again.index(corpus)
+    second = again.search(claims, k=3)
+    assert emb._model is None and emb.model_calls == 0 and emb.cache_hits > 0
+    assert [e.passage_id for e in second["c1"]] == [e.passage_id for e in first["c1"]]
+    vecs = emb.encode(["Backups are kept for 30 days.", "a text never seen before"])
+    assert emb.model_calls == 1 and emb.texts_embedded == 1
+    assert vecs.dtype == np.float32 and np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+
+
+def test_empty_index_and_empty_claim():
+    r = Retriever(Embedder())
+    r.index([])
+    assert r.search([claim("c", "anything")], k=3) == {"c": []}
