@@ -136,4 +136,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
 }
 
+# Tables written outside runs, one file per append (not hive-partitioned by run).
+APPEND_ONLY: tuple[str, ...] = ()
+RUN_TABLES = tuple(t for t in SCHEMAS if t not in APPEND_ONLY)
 TABLES = tuple(SCHEMAS)

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kb.log import logger
-from kb.schema import SCHEMAS, TABLES
+from kb.schema import APPEND_ONLY, RUN_TABLES, SCHEMAS
 from kb.views import view_sql
 
 DB_FILE = "kbaudit.duckdb"
@@ -47,7 +47,7 @@ class StoreLocked(StoreError):
 def new_run_id(now: dt.datetime | None = None) -> str:
     """Sortable by time, unique across concurrent starts."""
     now = now or dt.datetime.now(dt.timezone.utc)
-    return now.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    return now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(3)
 
 
 def to_arrow(table: str, rows: Iterable) -> pa.Table:
@@ -119,19 +119,35 @@ class Store:
         os.replace(tmp, folder / "part-0.parquet")
         return data.num_rows
 
+    def append_table(self, table: str, rows: Iterable, refresh: bool = True) -> Path:
+        """Append rows outside any run (e.g. review decisions): one new file, written atomically."""
+        data = to_arrow(table, rows)
+        folder = self.root / table
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"part-{dt.datetime.now(dt.timezone.utc).strftime('%Y%m%dT%H%M%S%f')}-{secrets.token_hex(3)}.parquet"
+        tmp = folder / (name + ".tmp")
+        pq.write_table(data, tmp)
+        os.replace(tmp, folder / name)
+        if refresh:
+            self.refresh_views()
+        return folder / name
+
     def commit_run(self, run_id: str, runs_row: dict) -> None:
         """Move every staged table into place, then the runs row: the run is now visible."""
         self.write_table(run_id, "runs", [runs_row])
         staged = self.staging(run_id)
-        missing = [t for t in TABLES if not (staged / t).is_dir()]
+        missing = [t for t in RUN_TABLES if not (staged / t).is_dir()]
         for table in missing:
             if table != "runs":
                 self.write_table(run_id, table, [])
-        for table in [t for t in TABLES if t != "runs"] + ["runs"]:
+        for table in [t for t in RUN_TABLES if t != "runs"] + ["runs"]:
             target = self.root / table / f"run_id={run_id}"
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staged / table, target)
         shutil.rmtree(staged, ignore_errors=True)
+        for table in APPEND_ONLY:  # so that every view has a file to read from the first run on
+            if not any((self.root / table).glob("*.parquet")):
+                self.append_table(table, [], refresh=False)
         self.refresh_views()
 
     # ---- reading -------------------------------------------------------------------
@@ -142,6 +158,8 @@ class Store:
         return sorted(p.name.split("=", 1)[1] for p in folder.iterdir() if p.name.startswith("run_id="))
 
     def _glob(self, table: str) -> str:
+        if table in APPEND_ONLY:
+            return str((self.root / table / "*.parquet").resolve())
         return str((self.root / table / "run_id=*" / "*.parquet").resolve())
 
     def connect(self, read_only: bool = False) -> duckdb.DuckDBPyConnection:

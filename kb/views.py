@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kb.schema import TABLES
+from kb import views_reports, views_review
+from kb.schema import APPEND_ONLY, RUN_TABLES
 
 CURRENT_STATE = ("claims", "documents")
 
@@ -22,7 +23,9 @@ def _read(glob: str) -> str:
 def view_sql(glob_for: Callable[[str], str]) -> list[str]:
     statements = [f"CREATE OR REPLACE VIEW runs AS SELECT * FROM {_read(glob_for('runs'))}"]
     latest = "(SELECT max(run_id) FROM runs)"
-    for table in TABLES:
+    for table in APPEND_ONLY:
+        statements.append(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM {_read(glob_for(table))}")
+    for table in RUN_TABLES:
         if table == "runs":
             continue
         source = _read(glob_for(table))
@@ -46,4 +49,5 @@ def view_sql(glob_for: Callable[[str], str]) -> list[str]:
            FROM edits e LEFT JOIN documents d USING (doc_id)
            WHERE e.status = 'queued' AND e.run_id = (SELECT max(run_id) FROM runs)""",
     ]
-    return statements
+    # Views that other stages publish (review workflow, reports) come after the base views.
+    return statements + views_review.view_sql() + views_reports.view_sql()
