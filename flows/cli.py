@@ -14,10 +14,11 @@ import sys
 from pathlib import Path
 
 from flows.env import prepare_environment
+from flows.output import format_summary, print_json
 from kb.config import ConfigError
 
 # Command groups that live in their own modules; each has `register(subparsers)`.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("flows.report_cli",)
 
 BENCHES = {
     "demo": "kb.bench.demo",
@@ -26,25 +27,6 @@ BENCHES = {
     "labels": "kb.bench.labels",
     "drift": "kb.bench.drift",
 }
-LABELS = ("supported", "contradicted", "stale", "uncertain")
-
-
-def _print_json(data) -> None:
-    print(json.dumps(data, indent=2, sort_keys=True, default=str))
-
-
-def _format_summary(row: dict) -> str:
-    lines = [
-        f"kbaudit run {row['run_id']} ({row['depth']}): {row['documents']} documents, "
-        f"{row['claims']} claims ({row['checkworthy']} check-worthy), {row['ingest_errors']} ingest errors",
-        "",
-        f"{'label':<14}{'claims':>7}",
-        *[f"{label:<14}{int(row[label]):>7}" for label in LABELS],
-        "",
-        f"edits drafted: {row['edits']}",
-        f"seconds: {float(row['seconds']):.1f}",
-    ]
-    return "\n".join(lines)
 
 
 # ---- commands ----------------------------------------------------------------------------
@@ -67,54 +49,12 @@ def cmd_run(args) -> int:
 
     row = audit(settings)
     if args.json:
-        _print_json(row)
+        print_json(row)
     else:
-        print(_format_summary(row))
+        print(format_summary(row))
         print(f"store: {settings.out} (open {settings.out / 'kbaudit.duckdb'} with DuckDB)")
     findings = sum(int(row[label]) for label in settings.fail_on)
     return 1 if findings else 0
-
-
-def cmd_report(args) -> int:
-    from kb.store import Store
-
-    store = Store(args.out)
-    run_ids = store.run_ids()
-    if not run_ids:
-        raise ConfigError(f"no completed run in {args.out}")
-    run_id = args.run or run_ids[-1]
-    if run_id not in run_ids:
-        raise ConfigError(f"no run {run_id!r} in {args.out}")
-    frame = store.query("SELECT * FROM runs WHERE run_id = ?", [run_id])
-    row = frame.iloc[0].to_dict()
-    if args.json:
-        _print_json(row)
-    else:
-        print(_format_summary(row))
-    return 0
-
-
-def cmd_sql(args) -> int:
-    import duckdb
-
-    from kb.store import Store
-
-    try:
-        frame = Store(args.out).query(args.query)
-    except duckdb.Error as exc:
-        raise ConfigError(f"query failed: {str(exc).splitlines()[0]}") from None
-    if args.json:
-        print(frame.to_json(orient="records", date_format="iso", default_handler=str))
-    else:
-        with_pd_options(lambda: print(frame.to_string(index=False)))
-    return 0
-
-
-def with_pd_options(fn) -> None:
-    import pandas as pd
-
-    with pd.option_context("display.max_colwidth", 80, "display.width", 200, "display.max_rows", 500):
-        fn()
 
 
 def cmd_bench(args) -> int:
@@ -130,7 +70,7 @@ def cmd_train(args) -> int:
     from kb.verify import train
 
     metrics = train.run(args)
-    _print_json(metrics)
+    print_json(metrics)
     return 0
 
 
@@ -151,18 +91,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fail-on", help="comma-separated labels that make the exit status 1")
     run.add_argument("--json", action="store_true", help="print the run summary as JSON")
     run.set_defaults(func=cmd_run)
-
-    report = sub.add_parser("report", help="print a run's summary")
-    report.add_argument("--run", help="run id (default: the newest)")
-    report.add_argument("--out", default="kbaudit-out")
-    report.add_argument("--json", action="store_true")
-    report.set_defaults(func=cmd_report)
-
-    sql = sub.add_parser("sql", help="query the store's DuckDB views")
-    sql.add_argument("query")
-    sql.add_argument("--out", default="kbaudit-out")
-    sql.add_argument("--json", action="store_true")
-    sql.set_defaults(func=cmd_sql)
 
     train = sub.add_parser("train-verifier", help="train the offline verifier model")
     try:

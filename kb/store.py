@@ -29,6 +29,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kb.config import ConfigError
 from kb.log import logger
 from kb.schema import APPEND_ONLY, RUN_TABLES, SCHEMAS
 from kb.views import view_sql
@@ -165,7 +166,7 @@ class Store:
     def connect(self, read_only: bool = False) -> duckdb.DuckDBPyConnection:
         db = self.root / DB_FILE
         if not db.exists():
-            raise StoreError(f"no store at {self.root} (run `kbaudit run` first)")
+            raise ConfigError(f"no store at {self.root} (run `kbaudit run` first, or pass --out)")
         return duckdb.connect(str(db), read_only=read_only)
 
     def refresh_views(self) -> None:

@@ -1,0 +1,25 @@
+"""How the command line prints results (shared by every command module)."""
+
+from __future__ import annotations
+
+import json
+
+LABELS = ("supported", "contradicted", "stale", "uncertain")
+
+
+def print_json(data) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def format_summary(row: dict) -> str:
+    lines = [
+        f"kbaudit run {row['run_id']} ({row['depth']}): {row['documents']} documents, "
+        f"{row['claims']} claims ({row['checkworthy']} check-worthy), {row['ingest_errors']} ingest errors",
+        "",
+        f"{'label':<14}{'claims':>7}",
+        *[f"{label:<14}{int(row[label]):>7}" for label in LABELS],
+        "",
+        f"edits drafted: {row['edits']}",
+        f"seconds: {float(row['seconds']):.1f}",
+    ]
+    return "\n".join(lines)
