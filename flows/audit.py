@@ -10,7 +10,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from kb.config import Settings
 from kb.log import logger
-from kb.pipeline import AuditResult
+from kb.pipeline import AuditResult, Caches
 from kb.store import Store, new_run_id
 from tasks.stages import (
     correct_task,
@@ -42,11 +42,14 @@ def audit(settings: Settings, run_id: str | None = None) -> dict:
         started_at = dt.datetime.now(dt.timezone.utc)
         clock = time.perf_counter()
         result = AuditResult()
+        cache_dir = settings.out / "cache"
+        caches = Caches.at(cache_dir / "stages", read=not settings.full)
+        previous_claims = _previous_claim_ids(store)
 
         result.documents, result.errors = ingest_task(settings)
         logger.info("[1/6] ingest: %d documents, %d errors", len(result.documents), len(result.errors))
         for shard in _shards(result.documents, settings.shard_size):
-            claims, errors = split_task(shard)
+            claims, errors = split_task(shard, caches)
             result.claims += claims
             result.errors += errors
         checkworthy = sum(1 for c in result.claims if c.checkworthy)
@@ -54,14 +57,19 @@ def audit(settings: Settings, run_id: str | None = None) -> dict:
 
         sources, source_errors = sources_task(settings)
         result.errors += source_errors
-        result.evidence, receipt = retrieve_task(
-            sources, result.claims, settings, run_id, settings.out / "cache", settings.out / "keys"
+        result.evidence, receipt, searches_reused = retrieve_task(
+            sources, result.claims, settings, caches, run_id, cache_dir, settings.out / "keys"
         )
         result.receipts = [receipt]
-        logger.info("[3/6] retrieve: %d source versions, evidence for %d claims", len(sources), len(result.evidence))
+        logger.info(
+            "[3/6] retrieve: %d source versions, evidence for %d claims (%d searches reused)",
+            len(sources), len(result.evidence), searches_reused,
+        )
 
-        result.verdicts = verify_task(result.claims, result.evidence, settings)
-        logger.info("[4/6] verify: %s", result.label_counts())
+        result.verdicts = verify_task(result.claims, result.evidence, settings, caches)
+        result.redo_reasons = _redo_reasons(result.verdicts, previous_claims, settings.full)
+        logger.info("[4/6] verify: %s; reused %d verdicts, redone: %s", result.label_counts(),
+                    sum(v.reused for v in result.verdicts), result.redo_reasons or "none")
         result.edits = correct_task(result.documents, result.claims, result.verdicts)
         result.doc_status = status_task(result.documents, result.claims, result.verdicts)
         logger.info("[5/6] corrections: %d edits drafted", len(result.edits))
@@ -73,6 +81,28 @@ def audit(settings: Settings, run_id: str | None = None) -> dict:
         return {"run_id": run_id, **{k: v for k, v in row.items() if k not in ("started_at", "finished_at", "config")}}
     finally:
         store.unlock()
+
+
+def _previous_claim_ids(store: Store) -> set[str]:
+    if not store.run_ids():
+        return set()
+    return set(store.query("SELECT claim_id FROM claims").claim_id)
+
+
+def _redo_reasons(verdicts, previous_claims: set[str], full: bool) -> dict[str, int]:
+    """Why each claim that was not reused had to be verified again."""
+    reasons: dict[str, int] = {}
+    for verdict in verdicts:
+        if verdict.reused:
+            continue
+        if full:
+            reason = "full run requested"
+        elif verdict.claim_id not in previous_claims:
+            reason = "new or edited claim"
+        else:
+            reason = "evidence, verifier or date changed"
+        reasons[reason] = reasons.get(reason, 0) + 1
+    return reasons
 
 
 def _publish_artifacts(run_id: str, row: dict) -> None:

@@ -19,7 +19,15 @@ def format_summary(row: dict) -> str:
         f"{'label':<14}{'claims':>7}",
         *[f"{label:<14}{int(row[label]):>7}" for label in LABELS],
         "",
+        f"verdicts reused: {row['reused']} of {row['checkworthy']}" + _reasons(row.get("redo_reasons")),
         f"edits drafted: {row['edits']}",
         f"seconds: {float(row['seconds']):.1f}",
     ]
     return "\n".join(lines)
+
+
+def _reasons(raw) -> str:
+    reasons = json.loads(raw) if isinstance(raw, str) and raw else {}
+    if not reasons:
+        return ""
+    return "; verified again: " + ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
+import hashlib
 import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kb.cache import ResultCache, code_version, key_of
 from kb.claims import split_claims
 from kb.config import Settings
 from kb.correct import draft_edits
@@ -36,6 +39,7 @@ class AuditResult:
     errors: list[IngestError] = field(default_factory=list)
     receipts: list[dict] = field(default_factory=list)
     doc_status: dict[str, tuple[str, float, dict]] = field(default_factory=dict)
+    redo_reasons: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
     def label_counts(self) -> dict[str, int]:
@@ -43,19 +47,94 @@ class AuditResult:
         return {label: counts.get(label, 0) for label in LABELS}
 
 
+# ---- versions of the code behind each stage (part of every cache key) --------------------
+def _tree_version(folder: Path, patterns: tuple[str, ...]) -> str:
+    digest = hashlib.sha256()
+    for pattern in patterns:
+        for path in sorted(folder.glob(pattern)):
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@functools.cache
+def splitter_version() -> str:
+    import kb.claims
+    import kb.parse
+
+    return code_version(kb.parse, kb.claims)
+
+
+@functools.cache
+def retriever_version() -> str:
+    import kb.embed
+    import kb.retrieve
+
+    return code_version(kb.retrieve, kb.embed)
+
+
+@functools.cache
+def verifier_version() -> str:
+    """The verifier's code and its shipped weights' manifest: a new model invalidates verdicts."""
+    return _tree_version(Path(__file__).parent / "verify", ("*.py", "weights/*.json"))
+
+
+def corpus_fingerprint(sources: list[SourceDoc]) -> str:
+    return key_of(sorted((s.source_id, s.source_version, str(s.source_date), s.authority) for s in sources))
+
+
 # ---- stages ----------------------------------------------------------------------------
+@dataclass
+class Caches:
+    """The stage caches of one store (all in memory when there is no store)."""
+
+    claims: ResultCache
+    evidence: ResultCache
+    verdicts: ResultCache
+    read: bool = True  # False for --full: recompute everything (results are still stored)
+
+    @classmethod
+    def at(cls, folder: Path | None, read: bool = True) -> "Caches":
+        return cls(ResultCache(folder, "claims"), ResultCache(folder, "evidence"), ResultCache(folder, "verdicts"), read)
+
+    def lookup(self, cache: ResultCache, keys: list[str], compute, batch_size: int) -> tuple[list, set[int]]:
+        """Cached values for keys; the rest computed in batches, each stored as soon as it is done
+        (so a crash loses at most the batch in flight). A None result (a failure) is not stored.
+
+        Returns the values in key order and the indexes that were computed.
+        """
+        found = cache.get_many(keys) if self.read else {}
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        for start in range(0, len(missing), batch_size):
+            chunk = missing[start : start + batch_size]
+            fresh = dict(zip((keys[i] for i in chunk), compute(chunk)))
+            cache.put_many({k: v for k, v in fresh.items() if v is not None})
+            found.update(fresh)
+        return [found[k] for k in keys], set(missing)
+
+
 def ingest_stage(settings: Settings) -> tuple[list[Document], list[IngestError]]:
     return ingest(settings.docs_root, settings.max_doc_bytes)
 
 
-def split_stage(documents: list[Document]) -> tuple[list[Claim], list[IngestError]]:
-    claims: list[Claim] = []
+def split_stage(documents: list[Document], caches: Caches | None = None) -> tuple[list[Claim], list[IngestError]]:
+    caches = caches or Caches.at(None)
     errors: list[IngestError] = []
-    for doc in documents:
-        try:
-            claims.extend(split_claims(doc))
-        except Exception as exc:  # one document's bug must not stop the batch
-            errors.append(IngestError(doc.doc_id, "claims", f"claim splitting failed: {type(exc).__name__}: {exc}"))
+
+    def compute(indexes: list[int]) -> list[list[Claim] | None]:
+        out = []
+        for i in indexes:
+            doc = documents[i]
+            try:
+                out.append(split_claims(doc))
+            except Exception as exc:  # one document's bug must not stop the batch
+                errors.append(IngestError(doc.doc_id, "claims", f"claim splitting failed: {type(exc).__name__}: {exc}"))
+                out.append(None)
+        return out
+
+    keys = [key_of("claims", d.doc_id, d.version_id, splitter_version()) for d in documents]
+    per_doc, _ = caches.lookup(caches.claims, keys, compute, batch_size=200)
+    claims = [c for doc_claims in per_doc if doc_claims for c in doc_claims]
     return claims, errors
 
 
@@ -65,7 +144,7 @@ def sources_stage(settings: Settings) -> tuple[list[SourceDoc], list[IngestError
     sources: list[SourceDoc] = []
     errors: list[IngestError] = []
     for root in settings.sources_roots:
-        found, bad = load_sources(root)
+        found, bad = load_sources(root, today=settings.run_date)
         sources.extend(found)
         errors.extend(bad)
     logger.info("loaded %d source versions (%d errors)", len(sources), len(errors))
@@ -81,10 +160,34 @@ def make_retriever(sources: list[SourceDoc], settings: Settings, cache_dir: Path
     return retriever
 
 
-def retrieve_stage(retriever, claims: list[Claim], settings: Settings) -> dict[str, list[Evidence]]:
-    top_k = max(settings.top_k, TOP_K_BY_DEPTH[settings.depth])
+def top_k_for(settings: Settings) -> int:
+    return max(settings.top_k, TOP_K_BY_DEPTH[settings.depth])
+
+
+def retrieve_stage(
+    sources: list[SourceDoc], claims: list[Claim], settings: Settings, caches: Caches | None = None, cache_dir: Path | None = None
+) -> tuple[dict[str, list[Evidence]], int]:
+    """Evidence for every check-worthy claim; the index is built only if some claim needs a search.
+
+    Returns the evidence and how many claims reused a cached search (same claim, same corpus).
+    """
+    caches = caches or Caches.at(None)
     wanted = [c for c in claims if c.checkworthy]
-    return retriever.search(wanted, k=top_k)
+    k = top_k_for(settings)
+    corpus = corpus_fingerprint(sources)
+    retriever = None
+
+    def compute(indexes: list[int]) -> list[list[Evidence]]:
+        nonlocal retriever
+        if retriever is None:
+            retriever = make_retriever(sources, settings, cache_dir)
+        batch = [wanted[i] for i in indexes]
+        found = retriever.search(batch, k=k)
+        return [found.get(c.claim_id, []) for c in batch]
+
+    keys = [key_of("evidence", c.claim_id, c.text, k, corpus, retriever_version(), settings.embed_model_path) for c in wanted]
+    results, computed = caches.lookup(caches.evidence, keys, compute, batch_size=2000)
+    return {c.claim_id: ev for c, ev in zip(wanted, results)}, len(keys) - len(computed)
 
 
 def sign_evidence(run_id: str, evidence: dict[str, list[Evidence]], key_dir: Path) -> tuple[dict[str, list[Evidence]], dict]:
@@ -101,12 +204,45 @@ def sign_evidence(run_id: str, evidence: dict[str, list[Evidence]], key_dir: Pat
     return stamped, receipt
 
 
-def verify_stage(claims: list[Claim], evidence: dict[str, list[Evidence]], settings: Settings) -> list[Verdict]:
+def verdict_key(claim: Claim, evidence: list[Evidence], settings: Settings) -> str:
+    """Everything a verdict depends on: the claim, its evidence set, the verifier, and for
+    time-sensitive claims the date (freshness is relative to it)."""
+    evidence_set = sorted((e.passage_id, e.source_version, str(e.source_date), e.sentence) for e in evidence)
+    return key_of(
+        "verdict",
+        claim.claim_id,
+        claim.text,
+        list(claim.requirements),
+        claim.time_sensitive,
+        claim.freshness_days,
+        evidence_set,
+        verifier_version(),
+        settings.model_path,
+        settings.depth == "D0",
+        settings.run_date.isoformat() if claim.time_sensitive else None,
+    )
+
+
+def verify_stage(
+    claims: list[Claim], evidence: dict[str, list[Evidence]], settings: Settings, caches: Caches | None = None
+) -> list[Verdict]:
     from kb.verify import Verifier, VerifierSettings
 
-    verifier = Verifier(VerifierSettings(model_path=settings.model_path, use_model=settings.depth != "D0"))
+    caches = caches or Caches.at(None)
     wanted = [c for c in claims if c.checkworthy]
-    return verifier.verify(wanted, evidence, settings.run_date)
+    verifier = None
+
+    def compute(indexes: list[int]) -> list[Verdict]:
+        nonlocal verifier
+        if verifier is None:
+            verifier = Verifier(VerifierSettings(model_path=settings.model_path, use_model=settings.depth != "D0"))
+        batch = [wanted[i] for i in indexes]
+        verdicts = {v.claim_id: v for v in verifier.verify(batch, {c.claim_id: evidence.get(c.claim_id, []) for c in batch}, settings.run_date)}
+        return [verdicts[c.claim_id] for c in batch]
+
+    keys = [verdict_key(c, evidence.get(c.claim_id, []), settings) for c in wanted]
+    results, computed = caches.lookup(caches.verdicts, keys, compute, batch_size=512)
+    return [dataclasses.replace(v, reused=i not in computed) for i, v in enumerate(results)]
 
 
 def status_stage(documents: list[Document], claims: list[Claim], verdicts: list[Verdict]) -> dict[str, tuple[str, float, dict]]:
@@ -123,17 +259,20 @@ def status_stage(documents: list[Document], claims: list[Claim], verdicts: list[
     return result
 
 
-def audit_in_memory(settings: Settings, run_id: str = "in-memory", cache_dir: Path | None = None) -> AuditResult:
-    """Every stage in order, in this process, without Prefect or a store."""
+def audit_in_memory(settings: Settings, cache_dir: Path | None = None) -> AuditResult:
+    """Every stage in order, in this process, without Prefect or a store.
+
+    With `cache_dir`, stage results are cached there (as a store's `cache/` folder is).
+    """
     started = time.perf_counter()
+    caches = Caches.at(cache_dir, read=not settings.full)
     result = AuditResult()
     result.documents, result.errors = ingest_stage(settings)
-    result.claims, split_errors = split_stage(result.documents)
+    result.claims, split_errors = split_stage(result.documents, caches)
     sources, source_errors = sources_stage(settings)
     result.errors += split_errors + source_errors
-    retriever = make_retriever(sources, settings, cache_dir)
-    result.evidence = retrieve_stage(retriever, result.claims, settings)
-    result.verdicts = verify_stage(result.claims, result.evidence, settings)
+    result.evidence, _ = retrieve_stage(sources, result.claims, settings, caches, cache_dir)
+    result.verdicts = verify_stage(result.claims, result.evidence, settings, caches)
     result.edits = draft_edits(result.documents, result.claims, result.verdicts)
     result.doc_status = status_stage(result.documents, result.claims, result.verdicts)
     result.seconds = time.perf_counter() - started
@@ -180,6 +319,7 @@ def runs_row(result: AuditResult, settings: Settings, started_at: dt.datetime, s
         "checkworthy": sum(1 for c in result.claims if c.checkworthy),
         **counts,
         "reused": sum(1 for v in result.verdicts if v.reused),
+        "redo_reasons": json.dumps(result.redo_reasons, sort_keys=True),
         "escalated": 0,
         "ingest_errors": len(result.errors),
         "edits": len(result.edits),

@@ -30,6 +30,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("stale", pa.int64()),
             ("uncertain", pa.int64()),
             ("reused", pa.int64()),
+            ("redo_reasons", _STR),  # JSON: reason -> claims verified again for it
             ("escalated", pa.int64()),
             ("ingest_errors", pa.int64()),
             ("edits", pa.int64()),

@@ -19,8 +19,8 @@ def ingest_task(settings: Settings):
 
 
 @task(name="split-claims", cache_policy=NO_CACHE)
-def split_task(documents: list[Document]):
-    return pipeline.split_stage(documents)
+def split_task(documents: list[Document], caches: pipeline.Caches):
+    return pipeline.split_stage(documents, caches)
 
 
 @task(name="load-sources", cache_policy=NO_CACHE)
@@ -29,15 +29,15 @@ def sources_task(settings: Settings):
 
 
 @task(name="retrieve", cache_policy=NO_CACHE)
-def retrieve_task(sources, claims: list[Claim], settings: Settings, run_id: str, cache_dir: Path, key_dir: Path):
-    retriever = pipeline.make_retriever(sources, settings, cache_dir)
-    evidence = pipeline.retrieve_stage(retriever, claims, settings)
-    return pipeline.sign_evidence(run_id, evidence, key_dir)
+def retrieve_task(sources, claims: list[Claim], settings: Settings, caches: pipeline.Caches, run_id: str, cache_dir: Path, key_dir: Path):
+    evidence, reused = pipeline.retrieve_stage(sources, claims, settings, caches, cache_dir)
+    stamped, receipt = pipeline.sign_evidence(run_id, evidence, key_dir)
+    return stamped, receipt, reused
 
 
 @task(name="verify", cache_policy=NO_CACHE)
-def verify_task(claims: list[Claim], evidence: dict[str, list[Evidence]], settings: Settings):
-    return pipeline.verify_stage(claims, evidence, settings)
+def verify_task(claims: list[Claim], evidence: dict[str, list[Evidence]], settings: Settings, caches: pipeline.Caches):
+    return pipeline.verify_stage(claims, evidence, settings, caches)
 
 
 @task(name="correct", cache_policy=NO_CACHE)

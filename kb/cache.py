@@ -1,0 +1,153 @@
+"""Content-addressed stage results, persisted under the store's `cache/` folder.
+
+Each stage result is kept under a key that hashes everything it depends on (the input text,
+the code version of the stage, the evidence set...). That one mechanism gives both
+incremental runs (an unchanged claim's key is found, its verdict reused) and resume after a
+crash (batches that finished before the crash were written here, so the next run finds them).
+
+Values are JSON of the records in `kb.records` (never pickle: the cache lives beside data a
+reviewer may copy around). Each `put` appends one Parquet shard written atomically; the
+shards are merged when there are many.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kb import records
+
+MAX_SHARDS = 32
+
+
+def code_version(*modules) -> str:
+    """Hash of the source files of the given modules: changes whenever their code changes."""
+    digest = hashlib.sha256()
+    for module in modules:
+        path = getattr(module, "__file__", None)
+        if path and os.path.exists(path):
+            digest.update(Path(path).read_bytes())
+        digest.update(getattr(module, "__name__", "").encode())
+    return digest.hexdigest()[:16]
+
+
+def key_of(*parts: Any) -> str:
+    blob = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
+
+
+# ---- record codec ----------------------------------------------------------------------
+def _encode(value):
+    if dataclasses.is_dataclass(value):
+        return {"__type__": type(value).__name__, **{f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+    if isinstance(value, dt.date):
+        return {"__date__": value.isoformat()}
+    if isinstance(value, (list, tuple)):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    return value
+
+
+def _decode(value):
+    if isinstance(value, dict):
+        if "__date__" in value:
+            return dt.date.fromisoformat(value["__date__"])
+        if "__type__" in value:
+            cls = getattr(records, value["__type__"])
+            fields = {f.name: f for f in dataclasses.fields(cls)}
+            kwargs = {}
+            for name, raw in value.items():
+                if name == "__type__" or name not in fields:
+                    continue
+                decoded = _decode(raw)
+                if isinstance(decoded, list) and "tuple" in str(fields[name].type):
+                    decoded = tuple(decoded)
+                kwargs[name] = decoded
+            return cls(**kwargs)
+        return {k: _decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+def dumps(value) -> str:
+    return json.dumps(_encode(value), separators=(",", ":"))
+
+
+def loads(text: str):
+    return _decode(json.loads(text))
+
+
+class ResultCache:
+    """A key -> value map for one stage, persisted as Parquet shards. Not shared across processes
+    while writing (the store lock serialises runs)."""
+
+    def __init__(self, folder: Path | None, namespace: str):
+        self.folder = Path(folder) / namespace if folder is not None else None
+        self._data: dict[str, str] | None = None
+
+    def _load(self) -> dict[str, str]:
+        if self._data is None:
+            self._data = {}
+            if self.folder is not None and self.folder.is_dir():
+                for shard in sorted(self.folder.glob("*.parquet")):
+                    try:
+                        table = pq.read_table(shard)
+                    except (OSError, pa.ArrowInvalid):
+                        shard.unlink(missing_ok=True)  # a torn shard from a crash: drop it, recompute
+                        continue
+                    self._data.update(zip(table.column("key").to_pylist(), table.column("value").to_pylist()))
+        return self._data
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def get_many(self, keys: list[str]) -> dict[str, Any]:
+        data = self._load()
+        return {k: loads(data[k]) for k in keys if k in data}
+
+    def put_many(self, items: dict[str, Any]) -> None:
+        if not items:
+            return
+        encoded = {k: dumps(v) for k, v in items.items()}
+        self._load().update(encoded)
+        if self.folder is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._write_shard(list(encoded), list(encoded.values()))
+        shards = sorted(self.folder.glob("*.parquet"))
+        if len(shards) > MAX_SHARDS:
+            data = self._load()
+            self._write_shard(list(data), list(data.values()))
+            for shard in shards:
+                shard.unlink(missing_ok=True)
+
+    def _write_shard(self, keys: list[str], values: list[str]) -> None:
+        name = f"{dt.datetime.now(dt.timezone.utc).strftime('%Y%m%dT%H%M%S%f')}-{secrets.token_hex(3)}.parquet"
+        tmp = self.folder / (name + ".tmp")
+        pq.write_table(pa.table({"key": keys, "value": values}), tmp)
+        os.replace(tmp, self.folder / name)
+
+    def cached(self, keys: list[str], compute: Callable[[list[int]], list[Any]]) -> tuple[list[Any], int]:
+        """Values for `keys`: cached ones loaded, the rest computed (by index) and stored.
+
+        Returns the values in key order and how many were reused.
+        """
+        found = self.get_many(keys)
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        if missing:
+            computed = compute(missing)
+            fresh = {keys[i]: value for i, value in zip(missing, computed)}
+            self.put_many(fresh)
+            found.update(fresh)
+        return [found[k] for k in keys], len(keys) - len(missing)

@@ -1,0 +1,40 @@
+from datetime import date
+from pathlib import Path
+
+from kb import cache as cache_module
+from kb.cache import ResultCache, dumps, key_of, loads
+from kb.records import Claim, Evidence, Verdict
+
+
+def test_records_round_trip_through_json():
+    claim = Claim(claim_id="c1", doc_id="a.md", version_id="v", start=1, end=9, source_text="x", text="x",
+                  requirements=("source_passage", "fresh_source:90d"), freshness_days=90)
+    evidence = Evidence(claim_id="c1", rank=1, passage_id="p", source_id="s", source_version="sv",
+                        source_date=date(2025, 6, 1), authority=0.8, passage="P", sentence="S",
+                        score_bm25=1.5, score_dense=0.5, score_fused=0.03)
+    verdict = Verdict(claim_id="c1", label="stale", confidence=0.9, tier="rules", rationale="r", evidence_ids=("e1",))
+    value = [claim, [evidence], verdict, None]
+    assert loads(dumps(value)) == value
+
+
+def test_values_persist_across_instances_and_torn_shards_are_dropped(tmp_path: Path):
+    first = ResultCache(tmp_path, "ns")
+    first.put_many({"a": [1, 2], "b": {"x": date(2024, 1, 2)}})
+    (tmp_path / "ns" / "zz-torn.parquet").write_bytes(b"PAR1 not really")
+    second = ResultCache(tmp_path, "ns")
+    assert second.get_many(["a", "b", "c"]) == {"a": [1, 2], "b": {"x": date(2024, 1, 2)}}
+    assert not (tmp_path / "ns" / "zz-torn.parquet").exists()
+
+
+def test_many_shards_are_compacted(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(cache_module, "MAX_SHARDS", 3)
+    store = ResultCache(tmp_path, "ns")
+    for i in range(5):
+        store.put_many({f"k{i}": i})
+    assert len(list((tmp_path / "ns").glob("*.parquet"))) <= 3
+    assert ResultCache(tmp_path, "ns").get_many([f"k{i}" for i in range(5)]) == {f"k{i}": i for i in range(5)}
+
+
+def test_keys_depend_on_every_part():
+    assert key_of("a", 1, [2]) == key_of("a", 1, [2])
+    assert key_of("a", 1, [2]) != key_of("a", 1, [3])
