@@ -107,8 +107,8 @@ def _is_boundary(text: str, sent_start: int, punct_at: int, punct: str, nxt: int
         return False  # an initial: "J. Smith"
     if re.fullmatch(r"(?:[a-z]\.)+[a-z]", core):
         return False  # "U.S.A", "e.g" variants
-    if following.islower():
-        return False  # "approx. five", "no. of"; real sentences start with a capital
+    if following.islower() and (len(core.rstrip(".")) < 3 or not core.rstrip(".").isalnum()):
+        return False  # "c. five", "x.y. z"; a known word before the stop still ends the sentence
     if following.isdigit() and core in ("no", "nos", "vol", "fig", "p", "pp", "sec", "ch", "art"):
         return False
     return True
@@ -145,25 +145,46 @@ VERB_WORDS = frozenset(
     gives gave needs needed replaced replaces grew grows became becomes contains contained
     covers covered expires expired renews renewed applies applied starts started ends ended
     operates operated hosts hosted owns owned employs employed reached reaches moved moves
+    opened opens closed closes migrated lasts lasted receives received happens happened
+    splits labels verifies re-verifies detects finds marks generates produces answers publishes queues signs
     """.split()
 )
+# base forms: a right conjunct may start with one when the subject is plural ("Builds run ... and take ...")
+BASE_VERBS = frozenset(
+    """
+    run take use support serve offer provide require store include handle send return cost charge allow keep
+    write read create accept reject process cache retry expose enable disable limit block ship check build
+    deploy scale make give need replace cover expire renew apply start end operate host own employ reach
+    move open close last receive happen get are were have do
+    """.split()
+)
+_ADVERBS = frozenset("now also still currently often usually then always never typically automatically".split())
 _PRONOUN_SUBJECTS = re.compile(
     r"^(?P<pro>(?:it|they|this|these|that)(?:\s+(?:service|tool|api|product|feature|library|app|application|"
-    r"system|module|endpoint|plugin|command|platform|project|component|package|server|cli|sdk|team|"
-    r"model|database|page|guide|policy|plan|release|version|integration|job|pipeline|function|option))?|"
-    r"the\s+(?:service|tool|api|product|feature|library|app|application|system|module|endpoint|plugin|"
-    r"command|platform|project|component|package|server|cli|sdk|team|database|integration|pipeline))\b",
+    r"system|module|endpoint|plugin|platform|component|package|server|cli|sdk|"
+    r"database|guide|policy|integration|pipeline))?|"
+    r"the\s+(?:service|tool|api|product|library|app|application|platform|package|cli|sdk))\b",
     re.I,
 )
 _POSSESSIVE = re.compile(r"^(?P<pro>its|their)\b", re.I)
 
 
 def _first_verb_index(words: list[str]) -> int:
+    """Index of the first word that looks like the main verb (a lexicon plus -ed forms), or -1."""
     for i, w in enumerate(words):
+        if i == 0:
+            continue  # the subject comes first ("Builds run ...": "Builds" is a noun here)
         lw = w.lower().strip(",")
-        if lw in VERB_WORDS:
+        if lw in VERB_WORDS or (i > 0 and lw in BASE_VERBS and words[i - 1].lower() not in _DETERMINERS):
+            return i
+        if i > 0 and lw.endswith("ed") and lw.isalpha() and len(lw) > 4 and w[0].islower():
             return i
     return -1
+
+
+_PARTICIPLES = frozenset("read kept built sent made given written taken shown known run set put held paid sold done".split())
+_PARTICIPLE = re.compile(r"^(?:\w+ed|\w+en|read|kept|built|sent|made|given|taken|shown|known|run|set|put|held|paid|sold|done)$")
+_DETERMINERS = frozenset("a an the this that these those each every any some no our your their its my".split())
 
 
 def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
@@ -171,17 +192,29 @@ def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
     out: list[tuple[int, int, str]] = []
     for m in _AND.finditer(text):
         after = text[m.end():]
-        first = after.split(" ", 1)[0].lower().strip(",")
-        if first not in VERB_WORDS or first in ("can", "will", "may", "might", "must", "should", "shall"):
-            continue
+        aw = after.split(" ", 2)
+        first = aw[0].lower().strip(",")
+        if first in _ADVERBS and len(aw) > 1:
+            first = aw[1].lower().strip(",")
         left = text[: m.start()]
         lw = left.split()
         vi = _first_verb_index(lw)
         if vi <= 0 or len(lw) - vi < 2 or len(after.split()) < 2:
             continue
+        plural = lw[vi].lower() in BASE_VERBS or not lw[vi].lower().endswith("s")
+        looks_verb = first in VERB_WORDS or (plural and first in BASE_VERBS) or (
+            m.group(0).startswith(",") and not plural and first.endswith("s") and not first.endswith("ss")
+            and first.isalpha() and first.islower()
+        )
+        if not looks_verb:
+            continue
         subject = " ".join(lw[:vi])
         if subject.lower() in ("and", "or") or len(subject) > 80:
             continue
+        aux = lw[vi].lower()
+        if (aux in ("is", "are", "was", "were") and vi + 1 < len(lw) and _PARTICIPLE.match(lw[vi + 1].lower())
+                and first not in VERB_WORDS - _PARTICIPLES):
+            subject = f"{subject} {lw[vi]}"  # "Results are written ... and read ..." -> "Results are read ..."
         out.append((start, start + m.start(), left))
         right_start = start + m.end()
         rest = _split_coordination(after, right_start)
@@ -265,7 +298,8 @@ IMPERATIVE_VERBS = frozenset(
     select copy paste visit contact follow try avoid do don't please make download upload restart start stop
     update upgrade replace edit change delete pass press choose navigate log sign refer consult keep put
     export import define write specify provide include run, build deploy verify clone fork submit email
-    tap enable disable increase reduce review pin lock unlock wait save
+    tap enable disable increase reduce review pin lock unlock wait save ask tell message ping join find look
+    learn get give bring send share report mention
     """.split()
 )
 _OPINION = re.compile(
@@ -302,13 +336,13 @@ _PROCEDURAL = re.compile(
 )
 _CAUSAL = re.compile(
     r"\b(?:because|due to|caused by|causes|cause|leads? to|led to|results? in|resulted in|as a result|"
-    r"therefore|thus|hence|so that|prevents?|prevented|thanks to|owing to|in order to|triggers?|triggered)\b",
+    r"therefore|thus|hence|so that|, so|prevents?|prevented|thanks to|owing to|in order to|triggers?|triggered)\b",
     re.I,
 )
 _SUPERLATIVE = re.compile(
     r"\b(?:the\s+(?!latest\b|last\b|best\s+practice\b|rest\b|test\b|west\b|contest\b|interest\b|request\b|"
     r"manifest\b|digest\b|guest\b|forest\b|harvest\b|suggest\b|honest\b|modest\b|nest\b|quest\b)"
-    r"\w+est|most\s+\w+|least\s+\w+|best|worst|fewest|only\s+(?:one|provider|tool|service|vendor|company)|"
+    r"\w+est|(?<!at )most\s+\w+|(?<!at )least\s+\w+|best|worst|fewest|only\s+(?:one|provider|tool|service|vendor|company)|"
     r"number one|#1|leading|unmatched|unrivaled|unrivalled)\b",
     re.I,
 )
@@ -317,7 +351,7 @@ _COMPARATIVE = re.compile(
     r"higher|lower|outperforms?|compared (?:to|with)|versus|vs\.?|twice as|than (?:any|all|other))\b",
     re.I,
 )
-_COMPARATOR_NUM = re.compile(r"\b(?:more|less|fewer|greater|higher|lower)\s+than\s+[$€£]?\d", re.I)
+_COMPARATOR_NUM = re.compile(r"\b(?:more|less|\w+er)\s+than\s+[$€£]?\d", re.I)
 _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
     r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
@@ -329,14 +363,15 @@ _DATE = re.compile(
     re.I,
 )
 _TEMPORAL_WORDS = re.compile(
-    r"\b(?:since|until|deprecated|sunset|end[- ]of[- ]life|eol|released|launched|introduced|founded|"
+    r"\b(?:since|until|deprecated|sunset|end[- ]of[- ]life|eol|released|launched|founded|"
     r"established|expires?|expired|scheduled|ago|yesterday|tomorrow|today|tonight|"
-    r"(?:last|next|this|previous|coming)\s+(?:year|month|week|quarter|release|version|sprint))\b",
+    r"(?:last|next|this|previous|coming)\s+(?:year|month|week|quarter)|(?:last|next|previous|coming)\s+"
+    r"(?:release|version|sprint))\b",
     re.I,
 )
 _TIME_SENSITIVE = re.compile(
     r"\b(?:currently|current|latest|newest|most recent|now|nowadays|today|these days|at the moment|at present|"
-    r"presently|as of|recently|recent|new|upcoming|soon|so far|to date|yet|still|anymore|no longer|"
+    r"presently|as of|recently|upcoming|soon|so far|to date|yet|still|anymore|no longer|"
     r"(?:last|next|this|coming|past)\s+(?:year|month|week|quarter|few (?:days|weeks|months|years))|"
     r"\d+\s+(?:days?|weeks?|months?|years?)\s+ago|ago|yesterday|tomorrow|up[- ]to[- ]date|"
     r"at the time of writing|right now|trending|in beta|in preview|beta|preview)\b",
@@ -345,22 +380,22 @@ _TIME_SENSITIVE = re.compile(
 _NUMBER = re.compile(
     r"(?<![\w.-])(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:%|percent|ms|s\b|sec|seconds?|minutes?|"
     r"hours?|days?|weeks?|months?|years?|gb|mb|kb|tb|gib|mib|k\b|m\b|million|billion|thousand|x\b|times|"
-    r"req/s|rps|qps|users|customers|regions|requests|per\b)|\b(?:one|two|three|four|five|six|seven|eight|nine|"
+    r"req/s|rps|qps|users|customers|regions|requests|per\b)|\b(?:two|three|four|five|six|seven|eight|nine|"
     r"ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|million|billion|dozen|half|double|twice|"
-    r"triple)\b|\d[\d,]*(?:\.\d+)?)(?![\w.-]*\d)",
+    r"triple|one\s+(?:second|minute|hour|day|week|month|year|quarter)s?)\b|\d[\d,]*(?:\.\d+)?)(?![\w.-]*\d)",
     re.I,
 )
 _CALCULATION = re.compile(
-    r"\b(?:total|in total|sum|combined|average|mean|median|per cent|percent|percentage|ratio|rate|"
-    r"grew|growth|increased|decreased|dropped|rose|fell|doubled|tripled|halved|twice|times (?:more|faster|"
+    r"\b(?:total|in total|sum|combined|per cent|percent|percentage|ratio|"
+    r"grew|growth|increased|decreased|dropped|rose|fell|doubled|tripled|halved|twice as|times (?:more|faster|"
     r"larger|cheaper)|\d+x)\b|%",
     re.I,
 )
 _TOOL_RESULT = re.compile(
-    r"\b(?:according to (?:our|the) (?:dashboard|logs?|metrics|monitoring|analytics|query|report|benchmark|"
-    r"tests?)|(?:benchmark|test suite|tests|query|dashboard|profiler|scan|audit|monitoring|load test)s?\s+"
+    r"\b(?:according to (?:our|the)(?:\s+[\w-]+){0,2}?\s+(?:dashboard|logs?|metrics|monitoring|analytics|query|"
+    r"report|benchmark|tests?)|(?:benchmark|test suite|test|query|dashboard|profiler|scan|audit|monitoring|load test)s?\s+"
     r"(?:show|shows|showed|returns?|returned|reports?|reported|found|finds|measured|passed|pass)|"
-    r"measured|benchmarked|in our (?:tests|benchmarks)|(?:sql|query) returns|uptime (?:was|is|of)|"
+    r"measured|benchmarked|in our (?:tests?|benchmarks?)|(?:sql|query) returns|uptime (?:was|is|of)|"
     r"p(?:50|90|95|99) latency|test coverage|coverage is)\b",
     re.I,
 )
@@ -389,10 +424,51 @@ GENERIC_HEADINGS = frozenset(
 )
 
 
+_UNITLESS = re.compile(r"[\d,.]+")
+_WORD_BEFORE_NUM = re.compile(r"([\w.+#-]+)[ \t]*$")
+_IDENT_WORDS = frozenset("version versions v python node java go release build step sev severity level tier http iso rfc".split())
+
+
+_QUANTITY_LEADS = frozenset(
+    "about over under around nearly almost only exactly roughly approximately up some just more less fewer with "
+    "in at by for to from within after before every each all top".split()
+)
+
+
+def _has_quantity(text: str) -> bool:
+    """True if ``text`` states a quantity (not just a version or an identifier such as TLS 1.2)."""
+    for m in _NUMBER.finditer(text):
+        tok = m.group(0)
+        if not _UNITLESS.fullmatch(tok):
+            return True  # a unit, a currency, a percentage or a number word
+        if re.fullmatch(r"(?:19|20)\d\d", tok):
+            continue  # a year: temporal, not a quantity
+        if m.start() > 0 and text[m.start() - 1] in "-_/v":
+            continue  # AES-256, v2, path/3
+        if "version" in text[max(0, m.start() - 25):m.start()].lower():
+            continue  # "Minimum version is 10"
+        wb = _WORD_BEFORE_NUM.search(text, max(0, m.start() - 40), m.start())
+        if wb:
+            word = wb.group(1)
+            if word.lower() in _IDENT_WORDS or (word[:1].isupper() and word.lower() not in _QUANTITY_LEADS):
+                continue  # "TLS 1.2", "Windows 10", "HTTP 429"
+        return True
+    return False
+
+
+_PERMISSION = re.compile(
+    r"\b(?:employees|engineers|users|staff|customers|contractors|vendors|members|admins|administrators|"
+    r"you|managers|visitors|guests)\s+(?:may|can|cannot|can't)\b",
+    re.I,
+)
+
+
 def classify(text: str, is_policy: bool = False) -> tuple[str, bool, str, tuple[str, ...]]:
     """(type, time_sensitive, risk, requirement hints) for a claim's text, by rules."""
     low = text.lower()
-    if _SPECULATIVE.search(text) and not _NORMATIVE.search(text):
+    if _PERMISSION.search(text):
+        ctype = "normative"
+    elif _SPECULATIVE.search(text) and not _NORMATIVE.search(text):
         ctype = "speculative"
     elif _NORMATIVE.search(text):
         ctype = "normative"
@@ -400,16 +476,18 @@ def classify(text: str, is_policy: bool = False) -> tuple[str, bool, str, tuple[
         ctype = "procedural"
     elif _CAUSAL.search(text):
         ctype = "causal"
-    elif (_SUPERLATIVE.search(text) or _COMPARATIVE.search(text)) and not _COMPARATOR_NUM.search(text):
+    elif _SUPERLATIVE.search(text) or (
+        _COMPARATIVE.search(text) and not _COMPARATOR_NUM.search(text) and "%" not in text
+    ):
         ctype = "comparative"
     elif _DATE.search(text) or _TEMPORAL_WORDS.search(text) or _TIME_SENSITIVE.search(text):
         ctype = "temporal"
-    elif _NUMBER.search(text):
+    elif _has_quantity(text):
         ctype = "numeric"
     else:
         ctype = "factual"
     time_sensitive = bool(_TIME_SENSITIVE.search(text))
-    has_number = bool(_NUMBER.search(text)) or bool(_CURRENCY.search(text))
+    has_number = _has_quantity(text)
     if HIGH_RISK.search(text) or _CURRENCY.search(text):
         risk = "high"
     elif is_policy and has_number:
@@ -453,7 +531,7 @@ def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings) 
     if _OPINION.search(stripped):
         return False, "opinion"
     words = stripped.split()
-    if len(words) < settings.min_words and not unit.has_context and not _NUMBER.search(stripped):
+    if len(words) < settings.min_words and not unit.has_context and not _has_quantity(stripped):
         return False, "fragment (no complete statement)"
     if not any(ch.isalpha() for ch in stripped):
         return False, "no text"
@@ -463,31 +541,72 @@ def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings) 
 # ---------------------------------------------------------------------------------------------
 # self-contained rewrite
 
-def _subject(block: Block, doc: Document) -> str:
+_TITLE_SUFFIX = re.compile(
+    r"\s*(?:[-:|–—]\s*)?\b(?:faq|faqs|guide|user guide|docs|documentation|handbook|manual|overview|reference|"
+    r"readme|release notes|notes|introduction|tutorial|wiki)\s*$",
+    re.I,
+)
+
+
+def _named_subject(noun: str, block: Block, doc: Document) -> str:
+    """The entity "this service" / "the tool" refers to: a heading naming such a thing, else the title."""
     for heading in reversed(block.section):
         h = heading.strip().rstrip(":")
-        if h and h.lower() not in GENERIC_HEADINGS and not _QUESTION.search(h) and len(h.split()) <= 6:
+        if noun and noun.lower() in h.lower() and h.lower() not in GENERIC_HEADINGS and len(h.split()) <= 6:
             return h
-    return doc.title
+    title = doc.title.strip()
+    if noun and noun.lower() in title.lower().split():
+        return title  # "This policy" in "Security Policy"
+    stripped = _TITLE_SUFFIX.sub("", title).strip()
+    return stripped or title
 
 
-def _resolve(text: str, subject: str) -> tuple[str, str]:
-    """Replace a leading pronoun / "this service" with ``subject``; returns (text, note)."""
-    if not subject:
-        return text, ""
+_PRONOUNS = frozenset("it they this that these those he she we you i its their there here".split())
+
+
+def _subject_of(text: str) -> str:
+    """The subject noun phrase of a simple sentence ("The main repository is ..." -> "The main repository")."""
+    words = text.split()
+    vi = _first_verb_index(words[:12])
+    if not 1 <= vi <= 6:
+        return ""
+    subj = words[:vi]
+    first = subj[0].lower()
+    if first in _PRONOUNS or any(w.endswith((",", ":", ";")) for w in subj):
+        return ""
+    if not (subj[0][:1].isupper() or subj[0][:1].isdigit()):
+        return ""
+    return " ".join(subj)
+
+
+def _resolve(text: str, antecedent: str, named) -> tuple[str, str]:
+    """Replace a leading pronoun / "this service" with its referent; returns (text, note).
+
+    Bare pronouns ("It", "They", "Its") take the subject of the previous statement in the same
+    section (else the document title); "this service" / "the tool" take the entity named by a
+    heading or the title (``named(noun)``).
+    """
     m = _PRONOUN_SUBJECTS.match(text)
     if m:
         pro = m.group("pro")
-        lp = pro.lower()
-        if lp in ("this", "that", "these") and not re.match(r"\s+(?:is|was|are|were|has|means|makes|lets|allows)\b", text[m.end():]):
-            return text, ""  # "This release ..." handled above; a bare "This" + noun is not the subject
+        words = pro.lower().split()
         rest = text[m.end():]
-        if lp in ("it", "they") and rest.startswith("'"):
+        if len(words) == 1:
+            if words[0] in ("this", "that", "these"):
+                return text, ""  # "This is ..." refers to a whole situation, not a name
+            if rest.startswith("'"):
+                return text, ""
+            subject = antecedent or named("")
+        else:
+            subject = named(words[-1])
+        if not subject or subject.lower() == pro.lower():
             return text, ""
         return f"{subject}{rest}", f"rewritten: '{pro}' -> '{subject}'"
     m = _POSSESSIVE.match(text)
     if m:
-        return f"{subject}'s{text[m.end():]}", f"rewritten: '{m.group('pro')}' -> '{subject}'s'"
+        subject = antecedent or named("")
+        if subject:
+            return f"{subject}'s{text[m.end():]}", f"rewritten: '{m.group('pro')}' -> '{subject}'s'"
     return text, ""
 
 
@@ -501,7 +620,7 @@ def _norm(text: str) -> str:
     return _WS.sub(" ", text).strip().lower()
 
 
-def _block_units(block: Block, settings: ClaimSettings) -> list[_Unit]:
+def _block_units(block: Block, settings: ClaimSettings, lead_in: str = "") -> list[_Unit]:
     text = block.text
     if block.kind == "heading":
         return [_Unit(0, len(text), text, kind="heading")]
@@ -510,8 +629,8 @@ def _block_units(block: Block, settings: ClaimSettings) -> list[_Unit]:
     units: list[_Unit] = []
     for s, e in split_sentences(text):
         units.extend(_units_for_sentence(text, s, e, settings))
-    if block.kind == "list_item" and block.lead_in:
-        lead = block.lead_in.strip().rstrip(":").strip()
+    if block.kind == "list_item" and lead_in:
+        lead = lead_in.strip().rstrip(":").strip()
         for u in units:
             u.text = f"{lead}: {u.text}"
             u.has_context = True
@@ -558,11 +677,24 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
     is_policy = bool(_POLICY_DOC.search(" ".join((doc.title, doc.doc_id, *doc.tags))))
     extra_risk = re.compile(r"\b(?:" + "|".join(map(re.escape, settings.high_risk_words)) + r")\b", re.I) if settings.high_risk_words else None
     seen: dict[tuple[str, str], int] = {}
+    antecedent = ""
+    last_section = None
+    resolved: dict[str, str] = {}  # lead-in sentence as written -> as rewritten
     claims: list[Claim] = []
     for block in doc.blocks:
-        units = _block_units(block, settings)
-        subject = _subject(block, doc)
         section = " > ".join(block.section)
+        if block.kind == "heading" or section != last_section:
+            antecedent = ""
+            last_section = section
+
+        def named(noun: str, block=block) -> str:
+            return _named_subject(noun, block, doc)
+
+        lead = block.lead_in
+        if lead:  # the lead-in as it was rewritten when it was read, so items are self-contained too
+            lead = resolved.get(lead.strip()) or _resolve(lead, antecedent, named)[0]
+        units = _block_units(block, settings, lead)
+
         for unit in units:
             if unit.end <= unit.start:
                 continue
@@ -570,10 +702,11 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
             text = unit.text.strip()
             note = unit.note
             if not unit.has_context:
-                text, rnote = _resolve(text, subject)
+                text, rnote = _resolve(text, antecedent, named)
                 note = rnote or note
-            elif unit.kind == "item":
-                pass
+                if src_text.rstrip().endswith(":"):
+                    resolved[src_text.strip()] = text
+                antecedent = _subject_of(text) or antecedent
             nt = _NOTE_PREFIX.sub("", text) if _NOTE_PREFIX.match(text) else _NOTE_THAT.sub("", text)
             if nt != text and nt:
                 text = nt[0].upper() + nt[1:]

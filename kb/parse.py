@@ -542,6 +542,11 @@ _MDX_ESM = re.compile(r"(?:import|export)\s")
 _LAST_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
 
+def _looks_like_title(line: str) -> bool:
+    words = line.split()
+    return 0 < len(words) <= 8 and line[:1].isupper() and line.rstrip()[-1:] not in ".!?:;," and "  " not in line
+
+
 def _last_sentence(text: str) -> str:
     parts = _LAST_SENTENCE.split(text)
     return parts[-1].strip() if parts else text
@@ -723,6 +728,11 @@ class _MarkdownParser:
             line = text[s:e]
             stripped = line.strip()
             if not stripped:
+                if (self.para and self.para_kind == "paragraph" and len(self.para) == 1
+                        and _looks_like_title(self.para[0][0])):
+                    content, off = self.para[0]
+                    self.para = []
+                    self._heading(1 if self.first_heading is None else 2, content, off)
                 self._flush()
                 self.list_stack.clear()
                 i += 1
@@ -783,8 +793,7 @@ class _MarkdownParser:
             self.list_lead = _last_sentence(prev) if prev.rstrip().endswith(":") else ""
             lead_in = self.list_lead
         else:
-            parent = stack[-1][2]
-            lead_in = parent if parent.rstrip().endswith(":") else ""
+            lead_in = stack[-1][2]  # a nested item is read in the context of its parent
         level = len(stack)
         stack.append((indent, content_indent, ""))
         content = line[content_start:]
@@ -949,7 +958,7 @@ def _runs(m: OffsetMap, n: int):
 # ---------------------------------------------------------------------------------------------
 # HTML
 
-_HTML_SKIP = {"script", "style", "noscript", "template", "svg", "math", "head", "iframe", "object", "canvas", "pre", "code_block"}
+_HTML_SKIP = {"script", "style", "noscript", "template", "svg", "math", "head", "iframe", "object", "canvas", "pre", "nav", "button", "select"}
 _HTML_BLOCK = {
     "p", "div", "section", "article", "main", "aside", "header", "footer", "nav", "li", "ul", "ol", "dl", "dt", "dd",
     "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "table", "thead", "tbody", "tfoot", "tr", "td", "th",

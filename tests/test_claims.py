@@ -1,0 +1,184 @@
+"""Claims: the labelled fixture, spans, rewrites, check-worthiness, requirements, stable ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kb.bench.claims import evaluate, load_expected, predict, throughput
+from kb.claims import ClaimSettings, split_claims, split_sentences
+from kb.parse import parse_document
+
+FIXTURE = Path(__file__).parent / "fixtures" / "claims"
+
+
+def claims_of(text: str, name: str = "doc.md", settings: ClaimSettings | None = None):
+    doc = parse_document(text.encode("utf-8"), name, f"/kb/{name}")
+    return doc, split_claims(doc, settings)
+
+
+def by_source(claims):
+    return {c.source_text: c for c in claims}
+
+
+def test_fixture_precision_recall_and_accuracy():
+    expected = load_expected(FIXTURE)
+    assert len(expected) >= 150
+    assert {r["file"].rsplit(".", 1)[1] for r in expected} >= {"md", "html", "txt"}
+    metrics, notes = evaluate(expected, predict(FIXTURE))
+    print(metrics)
+    assert metrics["boundary_precision"] >= 0.95, notes
+    assert metrics["boundary_recall"] >= 0.95, notes
+    assert metrics["type_accuracy"] >= 0.90, notes
+    assert metrics["time_sensitivity_accuracy"] >= 0.90, notes
+
+
+def test_fixture_spans_point_at_the_source_text():
+    for path in sorted(FIXTURE.iterdir()):
+        if path.suffix == ".jsonl":
+            continue
+        doc = parse_document(path.read_bytes(), path.name, str(path))
+        for c in split_claims(doc):
+            span = doc.text[c.start : c.end]
+            assert span, c
+            # markup aside, the span holds the claim's words
+            first = next(w for w in c.source_text.split() if w.isalnum()) if any(
+                w.isalnum() for w in c.source_text.split()
+            ) else c.source_text[:1]
+            assert first in span, (span, c.source_text)
+
+
+def test_throughput_is_reported():
+    rate, total = throughput(FIXTURE, min_sentences=2_000)
+    assert total >= 2_000 and rate > 0
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Dr. Smith joined in 2020. He leads the team.", ["Dr. Smith joined in 2020.", "He leads the team."]),
+        ("It costs approx. 2.5 MB, e.g. for v2.1.3. Next one.", ["It costs approx. 2.5 MB, e.g. for v2.1.3.", "Next one."]),
+        ("See https://x.example.com/a.b.html for more. Mail a.b@c.org today.", ["See https://x.example.com/a.b.html for more.", "Mail a.b@c.org today."]),
+        ("Is it fast? Yes! It is.", ["Is it fast?", "Yes!", "It is."]),
+        ("Made by Example Inc. The rest.", ["Made by Example Inc.", "The rest."]),
+        ("The U.S. team grew 3.5x in Q1. J. Doe said so.", ["The U.S. team grew 3.5x in Q1.", "J. Doe said so."]),
+        ("Install it with pip. kbaudit then runs.", ["Install it with pip.", "kbaudit then runs."]),
+    ],
+)
+def test_sentence_splitting(text, expected):
+    assert [text[s:e] for s, e in split_sentences(text)] == expected
+
+
+def test_atomic_claims_coordination_and_lead_ins():
+    _, claims = claims_of(
+        "# Payments API\n\nThe API launched in 2019 and serves 40 regions.\n\n"
+        "Supported regions: us-east-1, eu-west-1 and ap-south-1.\n\n"
+        "It supports:\n\n- SSO\n- SCIM\n\n| Plan | Price | Limit |\n|---|---|---|\n| Pro | $49 | 500 rps |\n"
+    )
+    texts = [c.text for c in claims if c.checkworthy]
+    assert "Payments API launched in 2019" in texts  # "The API" resolved from the heading
+    assert "Payments API serves 40 regions." in texts
+    assert {"Supported regions: us-east-1", "Supported regions: eu-west-1", "Supported regions: ap-south-1"} <= set(texts)
+    assert "Payments API supports: SSO" in texts and "Payments API supports: SCIM" in texts
+    assert "Plan Pro: Price is $49" in texts and "Plan Pro: Limit is 500 rps" in texts
+
+
+def test_self_contained_rewrite_keeps_source_text():
+    doc, claims = claims_of(
+        "---\ntitle: Payments API guide\n---\n# Overview\n\nThe service is hosted in Dublin.\n\n"
+        "Webhooks are signed. They are retried 8 times. Its payload is JSON.\n"
+    )
+    c = by_source(claims)
+    hosted = c["The service is hosted in Dublin."]
+    assert hosted.text == "Payments API is hosted in Dublin."
+    assert "rewritten" in hosted.reason
+    assert doc.text[hosted.start : hosted.end] == "The service is hosted in Dublin."
+    assert c["They are retried 8 times."].text == "Webhooks are retried 8 times."
+    assert c["Its payload is JSON."].text == "Webhooks's payload is JSON."
+
+
+@pytest.mark.parametrize(
+    "sentence, reason",
+    [
+        ("Is there a sandbox?", "question"),
+        ("Run `make` to build it.", "instruction"),
+        ("Please report bugs to the team.", "instruction"),
+        ("We love this API!", "opinion"),
+        ("Welcome to the guide!", "greeting"),
+        ("Thanks for reading.", "greeting"),
+        ("You should restart the server.", "instruction"),
+    ],
+)
+def test_not_checkworthy_is_kept_with_a_reason(sentence, reason):
+    _, claims = claims_of(f"# Guide\n\n{sentence}\n")
+    heading, claim = claims
+    assert heading.checkworthy is False and heading.reason == "heading"
+    assert claim.checkworthy is False and claim.reason.startswith(reason)
+    assert claim.requirements == ()
+
+
+@pytest.mark.parametrize(
+    "sentence, ctype, ts, reqs",
+    [
+        ("The API currently serves 40 regions.", "temporal", True, {"fresh_source:90d"}),
+        ("The API is the fastest gateway on the market.", "comparative", False, {"comparison_set"}),
+        ("Revenue grew 20% to $1.2 million.", "numeric", False, {"calculation"}),
+        ("According to our dashboard, uptime was 99.9% last month.", "temporal", True, {"tool_receipt"}),
+        ("Passwords must be rotated every 90 days.", "normative", False, set()),
+        ("Refunds may become instant next year.", "speculative", True, set()),
+        ("Outages are caused by expired certificates.", "causal", False, set()),
+        ("To deploy, the pipeline runs make release.", "procedural", False, set()),
+        ("The service is written in Rust.", "factual", False, set()),
+        ("Widget 3.0 was released on 12 February 2024.", "temporal", False, set()),
+    ],
+)
+def test_types_time_sensitivity_and_requirements(sentence, ctype, ts, reqs):
+    _, claims = claims_of(f"{sentence}\n")
+    (claim,) = claims
+    assert (claim.type, claim.time_sensitive) == (ctype, ts)
+    assert claim.requirements[0] == "source_passage"
+    assert reqs <= set(claim.requirements)
+    if ts:
+        assert claim.freshness_days <= 90
+
+
+def test_risk_rules_and_front_matter_override():
+    _, claims = claims_of("The Pro plan costs $49 a month.\n\nThe logo is blue.\n")
+    assert [c.risk for c in claims] == ["high", "low"]
+    _, claims = claims_of("---\nrisk: medium\n---\nThe Pro plan costs $49 a month.\n\nThe logo is blue.\n")
+    assert [c.risk for c in claims] == ["medium", "medium"]
+    _, claims = claims_of("Leave requests are answered within 5 days.\n", "hr-policy.md")
+    assert claims[0].risk == "high"  # numbers in policy documents
+
+
+def test_freshness_is_configurable_per_type():
+    settings = ClaimSettings(freshness_days={**ClaimSettings().freshness_days, "factual": 30})
+    _, claims = claims_of("The service is written in Rust.\n", settings=settings)
+    assert claims[0].freshness_days == 30
+
+
+BASE = "# Service\n\nThe API launched in 2019.\n\nIt serves 40 regions.\n\n## Limits\n\nRate limits reset every 60 seconds.\n"
+
+
+def test_claim_ids_are_stable_under_unrelated_edits():
+    _, before = claims_of(BASE)
+    edited = BASE.replace("The API launched in 2019.", "The API launched in 2019.\n\nA new, unrelated paragraph.")
+    _, after = claims_of(edited)
+    ids_before = {c.source_text: c.claim_id for c in before}
+    ids_after = {c.source_text: c.claim_id for c in after}
+    for text in ("It serves 40 regions.", "Rate limits reset every 60 seconds.", "The API launched in 2019."):
+        assert ids_before[text] == ids_after[text]
+    _, changed = claims_of(BASE.replace("60 seconds", "90 seconds"))
+    ids_changed = {c.source_text: c.claim_id for c in changed}
+    assert ids_changed["Rate limits reset every 90 seconds."] != ids_before["Rate limits reset every 60 seconds."]
+    assert ids_changed["It serves 40 regions."] == ids_before["It serves 40 regions."]
+    # identical sentences get distinct ids; re-running gives the same ids
+    _, twice = claims_of("Same claim here.\n\nSame claim here.\n")
+    assert len({c.claim_id for c in twice}) == 2
+    assert [c.claim_id for c in claims_of(BASE)[1]] == [c.claim_id for c in before]
+
+
+def test_ignored_document_has_no_claims():
+    _, claims = claims_of("---\nkbaudit:\n  ignore: true\n---\nThe API serves 40 regions.\n")
+    assert claims == []

@@ -1,0 +1,243 @@
+"""Parsing: formats, front matter (incl. hostile YAML), offsets, ignore regions, bad input, size."""
+
+from __future__ import annotations
+
+import time
+from datetime import date
+
+import pytest
+
+from kb.parse import OffsetMap, ParseError, parse_document, read_front_matter
+
+
+def parse(text: str, name: str = "doc.md"):
+    return parse_document(text.encode("utf-8"), name, f"/kb/{name}")
+
+
+def check_offsets(doc) -> None:
+    """Every character of every block maps to the same character in doc.text (markup aside)."""
+    for block in doc.blocks:
+        assert len(block.offsets) == len(block.text)
+        for i, ch in enumerate(block.text):
+            off = block.offsets[i]
+            assert 0 <= off < len(doc.text)
+            if ch.isalnum():
+                assert doc.text[off] == ch, (block.text, i)
+
+
+MD = """---
+title: Payments API
+updated: 2024-05-02
+owner: payments-team
+risk: high
+tags: [api, payments]
+---
+# Payments API
+
+The API uses **TLS 1.3** via [our proxy](https://proxy.example.com/a).
+Run `make test` first.
+
+Supported regions:
+
+- us-east-1
+- eu-west-1
+
+| Plan | Price |
+|------|-------|
+| Free | $0 |
+| Pro | $49 |
+
+> Quoted *text*.
+
+```python
+print("code is not prose")
+```
+
+    indented code is not prose either
+
+<!-- kbaudit: ignore -->
+Internal paragraph.
+<!-- kbaudit: end -->
+
+Setext heading
+--------------
+
+Last paragraph with ![an image](img.png) and a <span>tag</span>.
+"""
+
+
+def test_markdown_blocks_and_metadata():
+    doc = parse(MD)
+    assert doc.format == "markdown"
+    assert doc.title == "Payments API"
+    assert doc.updated == date(2024, 5, 2)
+    assert (doc.owner, doc.risk, doc.tags) == ("payments-team", "high", ("api", "payments"))
+    kinds = [(b.kind, b.text) for b in doc.blocks]
+    assert ("heading", "Payments API") in kinds
+    para = next(b for b in doc.blocks if b.text.startswith("The API"))
+    assert para.text == "The API uses TLS 1.3 via our proxy. Run make test first."
+    assert "https://" not in " ".join(b.text for b in doc.blocks)
+    items = [b for b in doc.blocks if b.kind == "list_item"]
+    assert [b.text for b in items] == ["us-east-1", "eu-west-1"]
+    assert all(b.lead_in == "Supported regions:" for b in items)
+    rows = [b for b in doc.blocks if b.kind == "table_row"]
+    assert [b.text for b in rows] == ["Free | $0", "Pro | $49"]
+    assert rows[0].headers == ("Plan", "Price")
+    assert any(b.kind == "quote" and b.text == "Quoted text." for b in doc.blocks)
+    all_text = " ".join(b.text for b in doc.blocks)
+    assert "code is not prose" not in all_text and "indented code" not in all_text
+    assert "Internal paragraph" not in all_text
+    assert "image" not in all_text and "<span>" not in all_text
+    setext = next(b for b in doc.blocks if b.text == "Setext heading")
+    assert setext.kind == "heading" and setext.level == 2
+    last = doc.blocks[-1]
+    assert last.section == ("Payments API", "Setext heading")
+    check_offsets(doc)
+
+
+def test_front_matter_offsets_point_into_full_text():
+    doc = parse(MD)
+    assert doc.text.startswith("---\n")  # front matter is kept in Document.text
+    para = next(b for b in doc.blocks if b.text.startswith("The API"))
+    assert doc.text[para.start : para.end].startswith("The API uses **TLS 1.3**")
+    meta, body = read_front_matter(MD)
+    assert meta["title"] == "Payments API"
+    assert MD[body:].startswith("# Payments API")
+
+
+def test_nested_lists_and_lead_in():
+    doc = parse("The tool supports:\n- SSO\n- SCIM:\n  - Okta\n  - Azure AD\n- Audit logs\n")
+    items = [(b.text, b.level, b.lead_in) for b in doc.blocks if b.kind == "list_item"]
+    assert items == [
+        ("SSO", 0, "The tool supports:"),
+        ("SCIM:", 0, "The tool supports:"),
+        ("Okta", 1, "SCIM:"),
+        ("Azure AD", 1, "SCIM:"),
+        ("Audit logs", 0, "The tool supports:"),
+    ]
+
+
+def test_html_visible_text_only():
+    html = (
+        "<html><head><title>Widget notes</title><style>p{}</style><script>var x='<p>no</p>';</script></head>"
+        "<body><nav>Home</nav><h1>Widget</h1><p>Costs &euro;5<br>per   month.</p>"
+        "<p>Features:</p><ul><li>Alpha</li><li>Beta</li></ul>"
+        "<table><tr><th>OS</th><th>Min</th></tr><tr><td>Windows</td><td>10</td></tr></table>"
+        "<!-- kbaudit: ignore --><p>hidden</p><!-- kbaudit: end --><p>Unclosed <b>bold"
+    )
+    doc = parse(html, "notes.html")
+    assert doc.format == "html" and doc.title == "Widget notes"
+    texts = [b.text for b in doc.blocks]
+    assert "Costs €5 per month." in texts
+    assert "Home" not in texts and "hidden" not in texts
+    assert not any("var x" in t or "p{}" in t for t in texts)
+    items = [b for b in doc.blocks if b.kind == "list_item"]
+    assert [b.lead_in for b in items] == ["Features:", "Features:"]
+    row = next(b for b in doc.blocks if b.kind == "table_row")
+    assert row.text == "Windows | 10" and row.headers == ("OS", "Min")
+    assert texts[-1] == "Unclosed bold"
+    check_offsets(doc)
+
+
+def test_plain_text_headings_and_lists():
+    doc = parse("Onboarding\n\nNew hires get a laptop.\nIt has 32 GB.\n\nTools:\n- GitHub\n- Slack\n", "a.txt")
+    assert doc.format == "text" and doc.title == "Onboarding"
+    assert [b.kind for b in doc.blocks] == ["heading", "paragraph", "paragraph", "list_item", "list_item"]
+    assert doc.blocks[3].lead_in == "Tools:"
+    check_offsets(doc)
+
+
+def test_title_falls_back_to_stem():
+    assert parse("just some words.", "notes/my-page.md").title == "my-page"
+
+
+def test_kbaudit_ignore_front_matter():
+    assert parse("---\nkbaudit: {ignore: true}\n---\nText.\n").ignore is True
+    assert parse("Text.\n").ignore is False
+
+
+@pytest.mark.parametrize(
+    "front, needle",
+    [
+        ("a: !!python/object/apply:os.system ['echo pwned']", "unsafe"),
+        ("a: !!python/name:os.system", "unsafe"),
+        ("a: &x [1, 2]\nb: *x", "alias"),
+        ("a: &a ['lol','lol']\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: [*b,*b,*b,*b,*b,*b,*b,*b,*b]", "alias"),
+        ("a: [unclosed", "malformed"),
+        ("- just\n- a list", "not a mapping"),
+        ("x: " + "y" * (70 * 1024), "larger than"),
+    ],
+)
+def test_hostile_front_matter_is_a_clear_error(front, needle):
+    with pytest.raises(ParseError) as err:
+        parse(f"---\n{front}\n---\nBody.\n")
+    message = str(err.value)
+    assert needle in message and "\n" not in message
+
+
+def test_binary_and_invalid_utf8_are_rejected():
+    with pytest.raises(ParseError, match="binary"):
+        parse_document(b"PK\x03\x04\x00\x00binary", "a.md", "/a.md")
+    with pytest.raises(ParseError, match="UTF-8"):
+        parse_document("caf\u00e9".encode("latin-1"), "a.md", "/a.md")
+    doc = parse_document(b"\xef\xbb\xbf# Title\n\nText here.\n", "b.md", "/b.md")  # a BOM is fine
+    assert doc.title == "Title"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```\nunclosed fence\n" * 3,
+        "[unclosed link](http://x " * 50,
+        "`" * 5000,
+        "*" * 10000 + "_" * 10000,
+        "<div><p>unclosed <b>" * 200,
+        "| a | b |\n|---|\n| 1 |\n" * 10,
+        "> " * 300 + "deep quote",
+        "- " * 200 + "deep list",
+        "<!-- unclosed comment\n" + "text\n" * 10,
+        "---\nunclosed: front matter\n" + "x\n" * 10,
+        "\r\n".join(["# CRLF", "", "Line one.", "Line two."]),
+    ],
+)
+def test_malformed_markdown_is_best_effort(text):
+    doc = parse(text)
+    check_offsets(doc)
+    parse(text, "x.html")  # and as HTML
+
+
+def test_twenty_megabyte_document_parses_fast(tmp_path):
+    para = (
+        "The Payments API launched in 2019 and serves 40 regions. It uses **TLS 1.3** and `--strict` mode, "
+        "see [the docs](https://docs.example.com/a.b). Refunds take 5-10 days; e.g. cards take 5 days.\n\n"
+        "- item one with a [link](http://x.y)\n- item two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+    )
+    raw = ("# Big\n\n" + para * (20 * 1024 * 1024 // len(para) + 1)).encode()
+    assert len(raw) >= 20 * 1024 * 1024
+    path = tmp_path / "big.md"
+    path.write_bytes(raw)
+    t0 = time.perf_counter()
+    doc = parse_document(path.read_bytes(), "big.md", str(path))
+    elapsed = time.perf_counter() - t0
+    assert len(doc.blocks) > 100_000
+    assert elapsed < 60, elapsed  # linear: ~10 s on a loaded 2-core machine
+    last = doc.blocks[-1]
+    assert doc.text[last.offsets[0]] == last.text[0]
+
+
+def test_one_giant_line_is_linear():
+    text = ("word `code` [l](u) *e* " * 200_000) + "\n"
+    t0 = time.perf_counter()
+    doc = parse(text)
+    assert time.perf_counter() - t0 < 30
+    assert len(doc.blocks) == 1
+
+
+def test_offset_map_behaves_like_a_tuple():
+    m = OffsetMap.from_offsets([5, 6, 7, 10, 11, 20])
+    assert len(m) == 6 and list(m) == [5, 6, 7, 10, 11, 20]
+    assert m[3] == 10 and m[-1] == 20 and m[1:4] == (6, 7, 10)
+    assert m == (5, 6, 7, 10, 11, 20) and hash(m) == hash(OffsetMap.from_offsets(list(m)))
+    assert m.span(1, 4) == (6, 11)
+    with pytest.raises(IndexError):
+        m[6]
