@@ -29,8 +29,13 @@ def _shards(items: list, size: int) -> list[list]:
 
 
 @flow(name="audit", validate_parameters=False)
-def audit(settings: Settings, run_id: str | None = None) -> dict:
-    """Audit one KB folder against its sources and write a new run to the store."""
+def audit(settings: Settings | dict, run_id: str | None = None) -> dict:
+    """Audit one KB folder against its sources and write a new run to the store.
+
+    `settings` may be a dict (Settings.public_dict()), as a deployment passes it.
+    """
+    if isinstance(settings, dict):
+        settings = Settings.from_public_dict(settings)
     settings.validate()
     store = Store(settings.out)
     store.lock()

@@ -18,7 +18,7 @@ from flows.output import format_summary, print_json
 from kb.config import ConfigError
 
 # Command groups that live in their own modules; each has `register(subparsers)`.
-COMMAND_MODULES: tuple[str, ...] = ("flows.report_cli",)
+COMMAND_MODULES: tuple[str, ...] = ("flows.report_cli", "flows.review_cli", "flows.serve")
 
 BENCHES = {
     "demo": "kb.bench.demo",
@@ -26,6 +26,7 @@ BENCHES = {
     "retrieval": "kb.bench.retrieval",
     "labels": "kb.bench.labels",
     "drift": "kb.bench.drift",
+    "speed": "kb.bench.speed",
 }
 
 

@@ -99,6 +99,14 @@ class Settings:
             data[f.name] = value
         return data
 
+    @classmethod
+    def from_public_dict(cls, data: dict) -> "Settings":
+        """Inverse of public_dict (a deployment passes settings as JSON); the API key comes
+        from the environment again."""
+        values = {k: _coerce(k, v) for k, v in data.items() if k in _FIELD_TYPES and k != "llm_api_key"}
+        values["llm_api_key"] = os.environ.get("KBAUDIT_LLM_API_KEY") or None
+        return cls(**values)
+
     def config_hash(self) -> str:
         keys = ("depth", "top_k", "model_path", "embed_model_path")
         public = self.public_dict()

@@ -1,0 +1,108 @@
+"""`kbaudit serve`: the audit as a Prefect deployment on a cron schedule.
+
+With no PREFECT_API_URL set, a local `prefect server start` on 127.0.0.1 is started for the
+lifetime of the command (and said so); with one set, that server is used.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from kb.config import ConfigError, load_settings
+
+DEPLOYMENT = "kbaudit-nightly"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LocalServer:
+    """A `prefect server start` child process on loopback."""
+
+    def __init__(self, port: int | None = None, log_path: Path | None = None):
+        self.port = port or _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/api"
+        self.log_path = log_path
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 120.0) -> "LocalServer":
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        prefect = Path(sys.executable).with_name("prefect")
+        command = [str(prefect) if prefect.exists() else "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)]
+        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"prefect server exited with status {self.process.returncode}")
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=2) as response:
+                    if response.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"prefect server did not answer on {self.url} within {timeout:.0f} s")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+        self.process = None
+
+
+def cmd_serve(args) -> int:
+    flags = {"docs": args.docs, "sources": args.sources, "out": args.out, "depth": args.depth}
+    settings = load_settings(flags).validate()
+    if settings.docs is not None:
+        settings.docs = settings.docs.resolve()
+    settings.sources = [s.resolve() for s in settings.sources_roots]
+    settings.out = settings.out.resolve()
+    server = None
+    if not os.environ.get("PREFECT_API_URL"):
+        server = LocalServer(log_path=settings.out / "prefect-server.log")
+        settings.out.mkdir(parents=True, exist_ok=True)
+        print(f"kbaudit: PREFECT_API_URL is not set; starting a local Prefect server on {server.url} "
+              f"(log: {server.log_path}); it stops when this command does", flush=True)
+        server.start()
+        os.environ["PREFECT_API_URL"] = server.url
+    try:
+        from flows.audit import audit
+
+        print(f"kbaudit: serving deployment audit/{DEPLOYMENT} on cron {args.cron!r} "
+              f"({settings.docs_root} -> {settings.out}); Ctrl-C stops", flush=True)
+        audit.serve(
+            name=DEPLOYMENT,
+            cron=args.cron,
+            parameters={"settings": settings.public_dict()},
+            enforce_parameter_schema=False,
+            limit=1,  # nightly runs of one store never overlap
+            print_starting_message=False,
+        )
+    finally:
+        if server is not None:
+            server.stop()
+            print("kbaudit: local Prefect server stopped", flush=True)
+    return 0
+
+
+def register(sub) -> None:
+    serve = sub.add_parser("serve", help="serve the audit as a scheduled Prefect deployment")
+    serve.add_argument("docs", nargs="?", help="folder of KB documents (default: the demo KB)")
+    serve.add_argument("--sources", action="append", help="sources (repeatable)")
+    serve.add_argument("--out", help="store folder (default ./kbaudit-out)")
+    serve.add_argument("--depth", help="verification depth")
+    serve.add_argument("--cron", default="0 2 * * *", help='schedule (default "0 2 * * *", 02:00 daily)')
+    serve.set_defaults(func=cmd_serve)
