@@ -135,9 +135,94 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("signature", _STR),
         ]
     ),
+    # ---- corrections, versions, review (kb.correct, kb.versions, kb.review) ----
+    # What the correction step knows about each edit: how it was drafted, its re-verification,
+    # the evidence it rests on and the risk factors (one row per `edits` row of the run).
+    "edit_details": pa.schema(
+        [
+            ("edit_id", _STR),
+            ("claim_id", _STR),
+            ("doc_id", _STR),
+            ("method", _STR),  # slot | rewrite | none
+            ("label_before", _STR),
+            ("confidence_before", pa.float64()),
+            ("label_after", _STR),
+            ("confidence_after", pa.float64()),
+            ("rationale_after", _STR),
+            ("claim_value", _STR),
+            ("evidence_value", _STR),
+            ("evidence_sentence", _STR),
+            ("evidence_source", _STR),
+            ("evidence_date", pa.date32()),
+            ("evidence_authority", pa.float64()),
+            ("evidence_key", _STR),
+            ("proposal_key", _STR),
+            ("risk_score", pa.float64()),
+            ("risk_factors", _STR),  # JSON
+            ("draft_text", _STR),
+        ]
+    ),
+    # Document versions the run accepted into the store (auto-accepted edits); content included.
+    "versions": pa.schema(
+        [
+            ("version_id", _STR),
+            ("parent_version", _STR),
+            ("doc_id", _STR),
+            ("edit_ids", _STRS),
+            ("bytes", pa.int64()),
+            ("content", _STR),
+        ]
+    ),
+    "diffs": pa.schema(
+        [
+            ("version_id", _STR),
+            ("parent_version", _STR),
+            ("doc_id", _STR),
+            ("edit_ids", _STRS),
+            ("unified_diff", _STR),
+            ("changes", _STR),  # JSON list: edit_id, claim_id, start, end, old, new, label before/after
+            ("score_before", pa.float64()),
+            ("score_after", pa.float64()),
+        ]
+    ),
+    # Append-only (outside runs): review decisions, edit status events, files written by apply.
+    "review_decisions": pa.schema(
+        [
+            ("edit_id", _STR),
+            ("decision", _STR),  # approve | reject
+            ("reviewer", _STR),
+            ("note", _STR),
+            ("decided_at", pa.timestamp("us", tz="UTC")),
+            ("origin", _STR),  # cli | import:<file>
+        ]
+    ),
+    "edit_events": pa.schema(
+        [
+            ("edit_id", _STR),
+            ("doc_id", _STR),
+            ("status", _STR),  # applying | applied | conflicted
+            ("base_version", _STR),
+            ("version_id", _STR),  # the file's version the event produced (or found, on conflict)
+            ("actor", _STR),
+            ("note", _STR),
+            ("event_at", pa.timestamp("us", tz="UTC")),
+        ]
+    ),
+    "applied_versions": pa.schema(
+        [
+            ("version_id", _STR),
+            ("parent_version", _STR),
+            ("doc_id", _STR),
+            ("path", _STR),
+            ("edit_ids", _STRS),
+            ("unified_diff", _STR),
+            ("actor", _STR),
+            ("applied_at", pa.timestamp("us", tz="UTC")),
+        ]
+    ),
 }
 
 # Tables written outside runs, one file per append (not hive-partitioned by run).
-APPEND_ONLY: tuple[str, ...] = ()
+APPEND_ONLY: tuple[str, ...] = ("review_decisions", "edit_events", "applied_versions")
 RUN_TABLES = tuple(t for t in SCHEMAS if t not in APPEND_ONLY)
 TABLES = tuple(SCHEMAS)

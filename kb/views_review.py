@@ -1,5 +1,61 @@
-"""Views of the review workflow (edits, decisions, versions). Appended after the base views."""
+"""Views of the review workflow (edits, decisions, versions). Appended after the base views.
+
+- `edit_history`: every step of every edit, oldest first: drafted by a run (its draft status),
+  approved or rejected by a reviewer, applying / applied / conflicted by apply.
+- `edit_state`: one row per edit: its newest `edits` row, the `edit_details` of that run, and
+  `state`, the newest step (a decision or an apply event overrides the draft status).
+- `review_queue` (replaces the base view): edits of the newest run still waiting for a human
+  (`queued`, or `needs_rewrite` with the evidence attached), with the document's owner and title.
+- `version_history`: document versions the runs accepted (`diffs`) and the files that apply
+  wrote (`applied_versions`).
+"""
+
+_DECISION_STATE = "CASE decision WHEN 'approve' THEN 'approved' ELSE 'rejected' END"
 
 
 def view_sql() -> list[str]:
-    return []
+    return [
+        f"""CREATE OR REPLACE VIEW edit_history AS
+            SELECT e.edit_id, e.doc_id, e.run_id, e.status AS state, NULL AS actor, e.reason AS note,
+                   r.finished_at AS happened_at, 'run' AS origin
+            FROM edits e JOIN runs r USING (run_id)
+            UNION ALL BY NAME
+            SELECT edit_id, {_DECISION_STATE} AS state, reviewer AS actor, note, decided_at AS happened_at, origin
+            FROM review_decisions
+            UNION ALL BY NAME
+            SELECT edit_id, doc_id, status AS state, actor, note, event_at AS happened_at, 'apply' AS origin
+            FROM edit_events""",
+        f"""CREATE OR REPLACE VIEW edit_state AS
+            WITH latest AS (
+                SELECT * FROM edits
+                QUALIFY row_number() OVER (PARTITION BY edit_id ORDER BY run_id DESC) = 1
+            ), acts AS (
+                SELECT * FROM (
+                    SELECT edit_id, {_DECISION_STATE} AS state, reviewer AS actor, note, decided_at AS happened_at
+                    FROM review_decisions
+                    UNION ALL
+                    SELECT edit_id, status, actor, note, event_at FROM edit_events
+                )
+                QUALIFY row_number() OVER (PARTITION BY edit_id ORDER BY happened_at DESC) = 1
+            )
+            SELECT l.*, coalesce(a.state, l.status) AS state, a.actor AS state_by, a.note AS state_note,
+                   a.happened_at AS state_at, d.method, d.label_before, d.confidence_before, d.label_after,
+                   d.confidence_after, d.rationale_after, d.claim_value, d.evidence_value,
+                   d.evidence_sentence, d.evidence_source, d.evidence_date, d.evidence_authority,
+                   d.risk_score, d.risk_factors, d.proposal_key, d.evidence_key
+            FROM latest l
+            LEFT JOIN acts a ON a.edit_id = l.edit_id
+            LEFT JOIN edit_details d ON d.edit_id = l.edit_id AND d.run_id = l.run_id""",
+        """CREATE OR REPLACE VIEW review_queue AS
+           SELECT s.*, d.owner, d.title
+           FROM edit_state s LEFT JOIN documents d ON d.doc_id = s.doc_id
+           WHERE s.state IN ('queued', 'needs_rewrite') AND s.run_id = (SELECT max(run_id) FROM runs)""",
+        """CREATE OR REPLACE VIEW version_history AS
+           SELECT 'run' AS origin, f.run_id, f.version_id, f.parent_version, f.doc_id, f.edit_ids,
+                  f.unified_diff, f.score_before, f.score_after, NULL AS actor, r.finished_at AS happened_at
+           FROM diffs f JOIN runs r USING (run_id)
+           UNION ALL BY NAME
+           SELECT 'applied' AS origin, version_id, parent_version, doc_id, edit_ids, unified_diff, actor,
+                  applied_at AS happened_at
+           FROM applied_versions""",
+    ]
