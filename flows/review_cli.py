@@ -1,0 +1,148 @@
+"""`kbaudit review list|show|approve|reject|import|apply`: the human review queue (kb.review)."""
+
+from __future__ import annotations
+
+import json
+
+from flows.output import print_json
+from flows.report_cli import with_pd_options
+from kb.config import ConfigError
+from kb.records import RISKS
+
+LIST_COLUMNS = ["edit_id", "risk", "state", "doc_id", "old_text", "new_text", "owner"]
+
+
+def _store(args, lock: bool):
+    from kb.store import Store
+
+    store = Store(args.out)
+    if not store.root.is_dir():
+        raise ConfigError(f"no store at {store.root} (run `kbaudit run` first, or pass --out)")
+    if lock:
+        store.lock()
+    return store
+
+
+def cmd_list(args) -> int:
+    from kb import review
+
+    frame = review.queue(_store(args, lock=False), risk=args.risk, doc=args.doc)
+    if args.json:
+        print(frame.to_json(orient="records", date_format="iso", default_handler=str))
+    elif frame.empty:
+        print("review queue is empty")
+    else:
+        with_pd_options(lambda: print(frame[LIST_COLUMNS].to_string(index=False)))
+        print(f"\n{len(frame)} edit(s) waiting for review")
+    return 0
+
+
+def cmd_show(args) -> int:
+    from kb import review
+
+    row = review.show(_store(args, lock=False), args.edit)
+    if args.json:
+        print_json(row)
+        return 0
+    for key in ("edit_id", "doc_id", "state", "risk", "risk_score", "risk_factors", "label_before", "label_after",
+                "evidence_source", "evidence_date", "evidence_sentence", "reason"):
+        print(f"{key:<18}{row.get(key)}")
+    print()
+    print(row["diff"] or "(no change: needs a human rewrite)")
+    print("history:")
+    for step in row["history"]:
+        print(f"  {step['happened_at']}  {step['state']:<14}{step.get('actor') or step.get('origin') or ''}  {step.get('note') or ''}")
+    return 0
+
+
+def _decide(args, decision: str) -> int:
+    from kb import review
+
+    store = _store(args, lock=True)
+    try:
+        rows = review.decide(store, args.edits, decision, reviewer=args.reviewer, note=args.note or "")
+    finally:
+        store.unlock()
+    for row in rows:
+        print(f"{row['decision']}d {row['edit_id']} ({row['reviewer']})".replace("rejectd", "rejected"))
+    return 0
+
+
+def cmd_approve(args) -> int:
+    return _decide(args, "approve")
+
+
+def cmd_reject(args) -> int:
+    return _decide(args, "reject")
+
+
+def cmd_import(args) -> int:
+    from kb import review
+
+    store = _store(args, lock=True)
+    try:
+        rows = review.import_decisions(store, args.file, reviewer=args.reviewer)
+    finally:
+        store.unlock()
+    counts = {d: sum(r["decision"] == d for r in rows) for d in ("approve", "reject")}
+    print(f"imported {len(rows)} decision(s): {counts['approve']} approved, {counts['reject']} rejected")
+    return 0
+
+
+def cmd_apply(args) -> int:
+    from kb import review
+
+    store = _store(args, lock=not args.dry_run)
+    try:
+        outcomes = review.apply_edits(store, args.docs, dry_run=args.dry_run, actor=args.reviewer)
+    finally:
+        store.unlock()
+    if args.json:
+        print(json.dumps([o.__dict__ for o in outcomes], indent=2, default=str))
+        return 0
+    for o in outcomes:
+        verb = {"would_apply": "would apply", "recovered": "applied (recovered)"}.get(o.status, o.status)
+        print(f"{verb:<20}{o.doc_id}  {len(o.edit_ids)} edit(s)  {o.reason}")
+        if args.dry_run and o.diff:
+            print(o.diff)
+    if not outcomes:
+        print("nothing to apply")
+    return 0
+
+
+def register(sub) -> None:
+    review = sub.add_parser("review", help="the human review queue: list, show, approve, reject, import, apply")
+    review_sub = review.add_subparsers(dest="review_command", required=True)
+
+    def command(name: str, func, help_text: str, *, decides: bool = False):
+        parser = review_sub.add_parser(name, help=help_text)
+        parser.add_argument("--out", default="kbaudit-out", help="store folder (default ./kbaudit-out)")
+        if decides:
+            parser.add_argument("--reviewer", help="who decides (default: the login name)")
+        parser.set_defaults(func=func)
+        return parser
+
+    p = command("list", cmd_list, "edits waiting for a human, riskiest first")
+    p.add_argument("--risk", choices=RISKS)
+    p.add_argument("--doc", help="only this document (its path relative to the KB root)")
+    p.add_argument("--json", action="store_true")
+
+    p = command("show", cmd_show, "one edit: evidence, risk, diff and history")
+    p.add_argument("edit", help="edit id (or a unique prefix of 6+ characters)")
+    p.add_argument("--json", action="store_true")
+
+    p = command("approve", cmd_approve, "approve edits", decides=True)
+    p.add_argument("edits", nargs="+", metavar="EDIT")
+    p.add_argument("--note", default="")
+
+    p = command("reject", cmd_reject, "reject edits (they are not proposed again unless the evidence changes)", decides=True)
+    p.add_argument("edits", nargs="+", metavar="EDIT")
+    p.add_argument("--note", required=True, help="why (required)")
+
+    p = command("import", cmd_import, "decisions from a CSV or Parquet file of edit_id, decision, note", decides=True)
+    p.add_argument("file")
+
+    p = command("apply", cmd_apply, "write approved and auto-accepted edits to the KB files", decides=True)
+    p.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
+    p.add_argument("--docs", help="the KB folder (default: the newest run's)")
+    p.add_argument("--json", action="store_true")
