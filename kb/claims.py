@@ -187,7 +187,12 @@ _PARTICIPLE = re.compile(r"^(?:\w+ed|\w+en|read|kept|built|sent|made|given|taken
 _DETERMINERS = frozenset("a an the this that these those each every any some no our your their its my".split())
 
 
-def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
+_MAX_COORD_CHARS = 600  # longer "sentences" are lists or run-ons: not split on "and"
+_MAX_ENUM_CHARS = 2000
+_MAX_COORD_DEPTH = 6
+
+
+def _split_coordination(text: str, start: int, depth: int = 0) -> list[tuple[int, int, str]]:
     """"X launched in 2019 and serves 40 regions" -> [(s, e, "X launched in 2019"), (s2, e2, "X serves 40 regions")]."""
     out: list[tuple[int, int, str]] = []
     for m in _AND.finditer(text):
@@ -217,7 +222,7 @@ def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
             subject = f"{subject} {lw[vi]}"  # "Results are written ... and read ..." -> "Results are read ..."
         out.append((start, start + m.start(), left))
         right_start = start + m.end()
-        rest = _split_coordination(after, right_start)
+        rest = _split_coordination(after, right_start, depth + 1) if depth < _MAX_COORD_DEPTH else []
         if rest:
             for s, e, t in rest:
                 out.append((s, e, t if s != right_start else f"{subject} {t}"))
@@ -239,7 +244,7 @@ def _units_for_sentence(text: str, s: int, e: int, settings: ClaimSettings) -> l
     pos = 0
     for m in _SEMI.finditer(sent):
         left = sent[pos:m.start()]
-        if len(left.split()) >= 3 and len(sent[m.end():].split()) >= 3:
+        if len(left[-200:].split()) >= 3 and len(sent[m.end():m.end() + 200].split()) >= 3:
             parts.append((pos, m.start()))
             pos = m.end()
     parts.append((pos, len(sent)))
@@ -247,7 +252,7 @@ def _units_for_sentence(text: str, s: int, e: int, settings: ClaimSettings) -> l
         piece = sent[a:b]
         ps = s + a
         # "Lead: a, b and c" -> one claim per item
-        cm = _COLON_LIST.match(piece) if ":" in piece and "://" not in piece else None
+        cm = _COLON_LIST.match(piece) if ":" in piece and "://" not in piece and len(piece) <= _MAX_ENUM_CHARS else None
         if cm:
             items_text = cm.group("items")
             items = _enumeration(items_text)
@@ -258,7 +263,7 @@ def _units_for_sentence(text: str, s: int, e: int, settings: ClaimSettings) -> l
                     item = items_text[ia:ib]
                     units.append(_Unit(base + ia, base + ib, f"{lead}: {item}", "lead-in attached", "item", True))
                 continue
-        if settings.split_coordination and " and " in piece:
+        if settings.split_coordination and " and " in piece and len(piece) <= _MAX_COORD_CHARS:
             coord = _split_coordination(piece, ps)
             if coord:
                 for cs, ce, ct in coord:
@@ -465,41 +470,38 @@ _PERMISSION = re.compile(
 
 def classify(text: str, is_policy: bool = False) -> tuple[str, bool, str, tuple[str, ...]]:
     """(type, time_sensitive, risk, requirement hints) for a claim's text, by rules."""
-    low = text.lower()
+    time_sensitive = _TIME_SENSITIVE.search(text) is not None
+    has_number = _has_quantity(text)
+    superlative = _SUPERLATIVE.search(text) is not None
+    normative = _NORMATIVE.search(text) is not None
     if _PERMISSION.search(text):
         ctype = "normative"
-    elif _SPECULATIVE.search(text) and not _NORMATIVE.search(text):
+    elif not normative and _SPECULATIVE.search(text):
         ctype = "speculative"
-    elif _NORMATIVE.search(text):
+    elif normative:
         ctype = "normative"
     elif _PROCEDURAL.search(text):
         ctype = "procedural"
     elif _CAUSAL.search(text):
         ctype = "causal"
-    elif _SUPERLATIVE.search(text) or (
-        _COMPARATIVE.search(text) and not _COMPARATOR_NUM.search(text) and "%" not in text
-    ):
+    elif superlative or (_COMPARATIVE.search(text) and not _COMPARATOR_NUM.search(text) and "%" not in text):
         ctype = "comparative"
-    elif _DATE.search(text) or _TEMPORAL_WORDS.search(text) or _TIME_SENSITIVE.search(text):
+    elif time_sensitive or _DATE.search(text) or _TEMPORAL_WORDS.search(text):
         ctype = "temporal"
-    elif _has_quantity(text):
+    elif has_number:
         ctype = "numeric"
     else:
         ctype = "factual"
-    time_sensitive = bool(_TIME_SENSITIVE.search(text))
-    has_number = _has_quantity(text)
-    if HIGH_RISK.search(text) or _CURRENCY.search(text):
-        risk = "high"
-    elif is_policy and has_number:
+    if HIGH_RISK.search(text) or _CURRENCY.search(text) or (is_policy and has_number):
         risk = "high"
     elif ctype in ("normative", "numeric") or (has_number and ctype != "factual"):
         risk = "medium"
     else:
         risk = "low"
     hints: list[str] = []
-    if ctype == "comparative" or _SUPERLATIVE.search(text):
+    if ctype == "comparative" or superlative:
         hints.append("comparison_set")
-    if _CALCULATION.search(low) and has_number:
+    if has_number and _CALCULATION.search(text):
         hints.append("calculation")
     if _TOOL_RESULT.search(text):
         hints.append("tool_receipt")
@@ -669,6 +671,9 @@ def _table_units(block: Block) -> list[_Unit]:
     return units
 
 
+_MAX_CLAIM_CHARS = 2000
+
+
 def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[Claim]:
     """Atomic, self-contained claims of ``doc`` with spans into ``doc.text``."""
     settings = settings or ClaimSettings()
@@ -710,11 +715,14 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
             nt = _NOTE_PREFIX.sub("", text) if _NOTE_PREFIX.match(text) else _NOTE_THAT.sub("", text)
             if nt != text and nt:
                 text = nt[0].upper() + nt[1:]
-            checkworthy, reason = _checkworthy(text, block, unit, settings)
+            if len(text) > _MAX_CLAIM_CHARS:
+                checkworthy, reason = False, f"too long to be one claim ({len(text)} characters)"
+            else:
+                checkworthy, reason = _checkworthy(text, block, unit, settings)
             if block.kind == "heading":
                 ctype, ts, risk, hints = "factual", False, "low", ()
             else:
-                ctype, ts, risk, hints = classify(text, is_policy)
+                ctype, ts, risk, hints = classify(text[:_MAX_CLAIM_CHARS], is_policy)
             if extra_risk is not None and extra_risk.search(text):
                 risk = "high"
             if doc.risk in ("low", "medium", "high"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,22 @@ def test_claim_ids_are_stable_under_unrelated_edits():
 def test_ignored_document_has_no_claims():
     _, claims = claims_of("---\nkbaudit:\n  ignore: true\n---\nThe API serves 40 regions.\n")
     assert claims == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The service runs fast and is cheap " * 5000,  # one huge sentence with many "and"s
+        "The tool is good; the tool is bad " * 3000,  # thousands of clauses
+        "Lead: a, b, c " * 5000,
+        "It is. " * 5000,
+        "a. " * 20000,
+    ],
+)
+def test_pathological_input_is_linear(text):
+    t0 = time.perf_counter()
+    doc, claims = claims_of(text)
+    assert time.perf_counter() - t0 < 20
+    for c in claims:
+        assert 0 <= c.start <= c.end <= len(doc.text)
+    assert all(len(c.text) <= 2000 or not c.checkworthy for c in claims)
