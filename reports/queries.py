@@ -1,0 +1,136 @@
+"""Canned queries over the store's published views (kb/views.py, kb/views_reports.py).
+
+Everything in `reports/` reads the store through these functions, and these read only views,
+with values passed as parameters (never formatted into the SQL). Each returns plain Python rows
+(dicts; None for SQL NULL, lists for lists, dates and datetimes as such).
+"""
+
+from __future__ import annotations
+
+import math
+
+from kb.config import ConfigError
+from kb.store import Store
+
+LABELS = ("supported", "contradicted", "stale", "uncertain")
+CHANGES = ("new_contradiction", "newly_stale", "newly_uncertain", "fixed")
+
+
+def _value(v):
+    if v is None:
+        return None
+    if hasattr(v, "tolist") and not isinstance(v, (str, bytes)):  # numpy arrays and scalars
+        v = v.tolist()
+    if hasattr(v, "to_pydatetime"):
+        return v.to_pydatetime()
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    try:
+        import pandas as pd
+
+        if not isinstance(v, (list, dict, str)) and pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return v
+
+
+def rows(store: Store, sql: str, params: list | None = None) -> list[dict]:
+    frame = store.query(sql, params or [])
+    return [{k: _value(v) for k, v in rec.items()} for rec in frame.to_dict("records")]
+
+
+def resolve_run(store: Store, run_id: str | None) -> str:
+    """The run asked for, or the newest; a usage error when there is none."""
+    run_ids = store.run_ids()
+    if not run_ids:
+        raise ConfigError(f"no completed run in {store.root}")
+    if run_id is None:
+        return run_ids[-1]
+    if run_id not in run_ids:
+        raise ConfigError(f"no run {run_id!r} in {store.root}")
+    return run_id
+
+
+def previous_run(store: Store, run_id: str) -> str | None:
+    found = rows(store, "SELECT max(run_id) AS prev FROM runs WHERE run_id < ?", [run_id])
+    return found[0]["prev"] if found else None
+
+
+def run_row(store: Store, run_id: str) -> dict:
+    return rows(store, "SELECT * FROM runs WHERE run_id = ?", [run_id])[0]
+
+
+def documents(store: Store, run_id: str) -> list[dict]:
+    """The run's documents with status, score and claims per label (as of that run)."""
+    counts = ", ".join(f"count(*) FILTER (WHERE a.label = '{label}') AS {label}" for label in LABELS)
+    return rows(
+        store,
+        f"""WITH a AS ({_AS_OF_SQL})
+            SELECT d.doc_id, d.version_id, d.title, d.owner, d.risk, d.updated, d.status, d.score,
+                   d.score_components, {counts}, count(a.label) AS verdicts
+            FROM documents_history d LEFT JOIN a ON a.doc_id = d.doc_id
+            WHERE d.run_id = ?
+            GROUP BY ALL
+            ORDER BY d.score, d.doc_id""",
+        [run_id, run_id, run_id],
+    )
+
+
+# A claim's verdict "as of" a run: its newest verdict in that run or before (parameters: run, run).
+_AS_OF_SQL = """
+    SELECT c.claim_id, c.doc_id, c.version_id, c.start, c."end", c.source_text, c.text, c.type, c.risk,
+           c.checkworthy, c.section, v.run_id AS verdict_run, v.label, v.confidence, v.tier, v.rationale,
+           v.gap_type, v.gap_severity, v.action, v.evidence_ids, v.claim_value, v.evidence_value,
+           v.evidence_sentence, v.reused
+    FROM claims_history c LEFT JOIN verdicts v ON v.claim_id = c.claim_id AND v.run_id <= ?
+    WHERE c.run_id = ?
+    QUALIFY row_number() OVER (PARTITION BY c.claim_id ORDER BY v.run_id DESC NULLS LAST) = 1"""
+
+
+def claims(store: Store, run_id: str) -> list[dict]:
+    """Every claim of the run with its verdict as of that run (label None: not checked)."""
+    return rows(store, f"SELECT * FROM ({_AS_OF_SQL}) ORDER BY doc_id, start, claim_id", [run_id, run_id])
+
+
+def evidence(store: Store, run_id: str) -> list[dict]:
+    """The evidence each claim's verdict was decided on, best rank first."""
+    return rows(
+        store,
+        f"""WITH a AS ({_AS_OF_SQL})
+            SELECT e.* FROM evidence e JOIN a ON e.claim_id = a.claim_id AND e.run_id = a.verdict_run
+            ORDER BY e.claim_id, e.rank""",
+        [run_id, run_id],
+    )
+
+
+def edits(store: Store, run_id: str) -> list[dict]:
+    return rows(store, "SELECT * FROM edits WHERE run_id = ? ORDER BY doc_id, start, edit_id", [run_id])
+
+
+def receipts(store: Store, receipt_ids: list[str]) -> list[dict]:
+    if not receipt_ids:
+        return []
+    return rows(
+        store,
+        "SELECT * FROM receipts WHERE list_contains(?, receipt_id) "
+        "QUALIFY row_number() OVER (PARTITION BY receipt_id ORDER BY run_id) = 1 ORDER BY receipt_id",
+        [sorted(set(receipt_ids))],
+    )
+
+
+def ingest_errors(store: Store, run_id: str) -> list[dict]:
+    return rows(store, "SELECT path, stage, error FROM ingest_errors WHERE run_id = ? ORDER BY path", [run_id])
+
+
+def label_trend(store: Store, until: str | None = None) -> list[dict]:
+    return rows(store, "SELECT * FROM label_trend WHERE run_id <= coalesce(?, run_id) ORDER BY run_id", [until])
+
+
+def changes(store: Store, run_id: str) -> list[dict]:
+    """What changed in this run against the one before it (see the claim_changes macro)."""
+    return rows(store, "SELECT * FROM claim_changes(?, ?)", [run_id, previous_run(store, run_id)])
+
+
+def change_counts(found: list[dict]) -> dict[str, int]:
+    return {name: sum(1 for r in found if r["change"] == name) for name in CHANGES}
