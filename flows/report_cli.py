@@ -1,6 +1,8 @@
-"""`kbaudit report` and `kbaudit sql`: read the store's views."""
+"""`kbaudit report`, `sql`, `export` and `verify`: read the store's views; verify one answer."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from flows.output import format_summary, print_json
 from kb.config import ConfigError
@@ -8,20 +10,30 @@ from kb.config import ConfigError
 
 def cmd_report(args) -> int:
     from kb.store import Store
+    from reports import queries as q
 
     store = Store(args.out)
-    run_ids = store.run_ids()
-    if not run_ids:
-        raise ConfigError(f"no completed run in {args.out}")
-    run_id = args.run or run_ids[-1]
-    if run_id not in run_ids:
-        raise ConfigError(f"no run {run_id!r} in {args.out}")
-    frame = store.query("SELECT * FROM runs WHERE run_id = ?", [run_id])
-    row = frame.iloc[0].to_dict()
+    store.connect(read_only=True).close()  # a missing store is a usage error (exit 2)
+    run_id = q.resolve_run(store, args.run)
+    row = q.run_row(store, run_id)
+    changes = q.change_counts(q.changes(store, run_id))
+    if args.html:
+        from reports.html import render
+
+        target = Path(args.html)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(render(store, run_id), "utf-8")
     if args.json:
-        print_json(row)
-    else:
-        print(format_summary(row))
+        print_json({**row, "changes": changes, **({"html": str(args.html)} if args.html else {})})
+        return 0
+    print(format_summary(row))
+    previous = q.previous_run(store, run_id)
+    print(
+        f"\nsince {previous or 'the start (no earlier run)'}: "
+        + ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in changes.items())
+    )
+    if args.html:
+        print(f"html report: {args.html}")
     return 0
 
 
@@ -48,15 +60,117 @@ def with_pd_options(fn) -> None:
         fn()
 
 
+def cmd_export(args) -> int:
+    from kb.store import Store
+    from reports.export import export_verifyloop
+
+    store = Store(args.out)
+    store.connect(read_only=True).close()
+    paths = export_verifyloop(store, Path(args.dest), args.run)
+    if args.json:
+        print_json({"dest": str(args.dest), "files": [str(p) for p in paths]})
+    else:
+        print(f"exported {len(paths)} VerifyLoop report(s) and manifest.json to {args.dest}")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    import datetime as dt
+
+    from kb.verifyloop import PROBLEMS, VerifyLoop
+
+    answer_path = Path(args.answer)
+    if not answer_path.is_file():
+        raise ConfigError(f"answer file not found: {answer_path}")
+    for src in args.sources:
+        if not Path(src).exists():
+            raise ConfigError(f"sources not found: {src}")
+    if args.tool_logs and not Path(args.tool_logs).is_file():
+        raise ConfigError(f"tool logs not found: {args.tool_logs}")
+    fail_on = tuple(p.strip() for p in (args.fail_on or "").split(",") if p.strip())
+    bad = [p for p in fail_on if p not in PROBLEMS]
+    if bad:
+        raise ConfigError(f"--fail-on takes problems from {', '.join(PROBLEMS)}; got {', '.join(bad)}")
+    try:
+        today = dt.date.fromisoformat(args.today) if args.today else None
+    except ValueError:
+        raise ConfigError(f"--today must be YYYY-MM-DD; got {args.today!r}") from None
+    try:
+        answer = answer_path.read_text("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"answer file is not UTF-8 text: {answer_path}") from None
+    loop = VerifyLoop(depth=args.depth, today=today)
+    try:
+        report = loop.verify(answer=answer, sources=[Path(s) for s in args.sources], task=args.task, tool_logs=args.tool_logs)
+    except ValueError as exc:  # bad tool logs, unparsable answer
+        raise ConfigError(str(exc).splitlines()[0]) from None
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print(format_verify(report.to_dict()))
+    return 1 if any(g["problem"] in fail_on for g in report.gaps) else 0
+
+
+def format_verify(data: dict) -> str:
+    claims = {c["claim_id"]: c for c in data["claims"]}
+    checked = [c for c in data["claims"] if c["label"]]
+    supported = sum(1 for c in checked if c["label"] == "supported")
+    lines = [
+        f"status: {data['status']}  score: {data['verification_score']:.2f}  depth: {data['verification_depth']}  "
+        f"claims: {len(checked)} checked, {supported} supported, {len(data['gaps'])} problem(s)",
+    ]
+    evidence = {}
+    for e in data["evidence"]:
+        evidence.setdefault(e["claim_id"], e)
+    if data["gaps"]:
+        lines += ["", "problems:"]
+    for gap in data["gaps"]:
+        claim = claims[gap["claim_id"]]
+        lines.append(f"  {gap['problem']:<22}{claim['source_text']}")
+        if gap["detail"]:
+            lines.append(f"  {'':<22}why: {gap['detail']}")
+        ev = evidence.get(gap["claim_id"])
+        if ev and claim["kind"] == "source":
+            lines.append(f"  {'':<22}evidence: {ev['source_id']} ({ev['source_date'] or 'undated'}): {ev['sentence']}")
+        if gap["action"]:
+            lines.append(f"  {'':<22}action: {gap['action']}")
+    if data["corrected_answer"] is not None:
+        lines += ["", "corrected answer:", data["corrected_answer"]]
+    return "\n".join(lines)
+
+
 def register(sub) -> None:
-    report = sub.add_parser("report", help="print a run's summary")
+    report = sub.add_parser("report", help="a run's summary; --html writes the HTML report")
     report.add_argument("--run", help="run id (default: the newest)")
-    report.add_argument("--out", default="kbaudit-out")
+    report.add_argument("--out", default="kbaudit-out", help="store folder (default ./kbaudit-out)")
+    report.add_argument("--html", metavar="FILE", help="write the self-contained HTML report of the run to FILE")
     report.add_argument("--json", action="store_true")
     report.set_defaults(func=cmd_report)
 
     sql = sub.add_parser("sql", help="query the store's DuckDB views")
     sql.add_argument("query")
-    sql.add_argument("--out", default="kbaudit-out")
+    sql.add_argument("--out", default="kbaudit-out", help="store folder (default ./kbaudit-out)")
     sql.add_argument("--json", action="store_true")
     sql.set_defaults(func=cmd_sql)
+
+    export = sub.add_parser("export", help="export a run, one VerifyLoop JSON report per document")
+    export.add_argument("--format", required=True, choices=["verifyloop"])
+    export.add_argument("--run", help="run id (default: the newest)")
+    export.add_argument("--dest", required=True, metavar="DIR", help="folder to write the reports to")
+    export.add_argument("--out", default="kbaudit-out", help="store folder (default ./kbaudit-out)")
+    export.add_argument("--json", action="store_true", help="print the written files as JSON")
+    export.set_defaults(func=cmd_export)
+
+    verify = sub.add_parser("verify", help="verify one answer against sources (and tool logs)")
+    verify.add_argument("--answer", required=True, metavar="FILE", help="the answer to verify (text or Markdown)")
+    verify.add_argument("--sources", required=True, action="append", metavar="DIR",
+                        help="folder, .jsonl or .parquet of dated sources (repeatable)")
+    verify.add_argument("--task", help="the task the answer responds to (recorded in the report)")
+    verify.add_argument("--tool-logs", metavar="FILE", help="JSON or JSON lines: the tool calls made for the answer")
+    verify.add_argument("--depth", default="D3", help="D0..D5 (default D3)")
+    verify.add_argument("--today", help="pin today's date (YYYY-MM-DD) for freshness checks")
+    verify.add_argument("--fail-on", help="comma-separated problems that make the exit status 1 "
+                        "(contradicted, stale, uncertain, missing_tool_receipt, tool_result_mismatch)")
+    verify.add_argument("--json", action="store_true", help="print the VerifyLoop report as JSON")
+    verify.set_defaults(func=cmd_verify)
+
