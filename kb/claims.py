@@ -192,48 +192,85 @@ _MAX_ENUM_CHARS = 2000
 _MAX_COORD_DEPTH = 6
 
 
-def _split_coordination(text: str, start: int, depth: int = 0) -> list[tuple[int, int, str]]:
-    """"X launched in 2019 and serves 40 regions" -> [(s, e, "X launched in 2019"), (s2, e2, "X serves 40 regions")]."""
-    out: list[tuple[int, int, str]] = []
+def _clause_subject(words: list[str]) -> tuple[str, int]:
+    """(subject, verb index) of a clause's words, or ("", -1)."""
+    vi = _first_verb_index(words)
+    if vi <= 0:
+        return "", -1
+    subject = " ".join(words[:vi])
+    if len(subject) > 80 or "," in subject or any(w.lower() in ("and", "or") for w in words[:vi]):
+        return "", -1
+    return subject, vi
+
+
+_AUX = frozenset("is are was were has have had can cannot will would must should shall may might do does did".split())
+
+
+def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
+    """Split coordinated facts; [] when there is nothing to split.
+
+    "X launched in 2019 and serves 40 regions" -> "X launched in 2019" + "X serves 40 regions"
+    (a shared subject is copied); "Buckets are private and access must be enabled" -> two
+    independent clauses (each with its own subject).
+    """
+    cuts: list[tuple[int, int, str]] = []  # (left end, right start, prefix for the right part)
+    piece_start = 0
+    first_and = text.find(" and ")
+    head = text[:first_and].split() if first_and != -1 else []
+    subject, vi = _clause_subject(head)
+    prefix_subject = subject
+    verb = head[vi].lower() if vi > 0 else ""
+    if verb in ("is", "are", "was", "were") and vi + 1 < len(head) and _PARTICIPLE.match(head[vi + 1].lower()):
+        prefix_subject = f"{subject} {head[vi]}"  # "Results are written ... and read" -> "Results are read"
     for m in _AND.finditer(text):
-        after = text[m.end():]
-        aw = after.split(" ", 2)
-        first = aw[0].lower().strip(",")
-        if first in _ADVERBS and len(aw) > 1:
-            first = aw[1].lower().strip(",")
-        left = text[: m.start()]
-        lw = left.split()
-        vi = _first_verb_index(lw)
-        if vi <= 0 or len(lw) - vi < 2 or len(after.split()) < 2:
+        if len(cuts) >= _MAX_COORD_DEPTH:
+            break
+        left_words = text[piece_start:m.start()].split()
+        after_words = text[m.end():m.end() + 200].split()
+        if len(after_words) < 2 or len(left_words) < 2:
             continue
-        plural = lw[vi].lower() in BASE_VERBS or not lw[vi].lower().endswith("s")
-        looks_verb = first in VERB_WORDS or (plural and first in BASE_VERBS) or (
-            m.group(0).startswith(",") and not plural and first.endswith("s") and not first.endswith("ss")
-            and first.isalpha() and first.islower()
-        )
-        if not looks_verb:
+        first = after_words[0].lower().strip(",")
+        if first in _ADVERBS and len(after_words) > 2:
+            first = after_words[1].lower().strip(",")
+        rsubj, rvi = _clause_subject(after_words[:8])
+        own_subject = bool(rsubj) and 1 <= rvi <= 3 and after_words[rvi].lower() in _AUX
+        if subject and not own_subject:
+            plural = verb in BASE_VERBS or not verb.endswith("s")
+            looks_verb = first in VERB_WORDS or (plural and first in BASE_VERBS) or (
+                m.group(0).startswith(",") and not plural and first.endswith("s") and not first.endswith("ss")
+                and first.isalpha() and first.islower()
+            )
+            has_predicate = len(left_words) - vi >= 2 if piece_start == 0 and vi > 0 else True
+            if looks_verb and has_predicate:
+                prefix = prefix_subject
+                if first in VERB_WORDS - _PARTICIPLES and prefix != subject:
+                    prefix = subject  # "are kept and can be ..." -> no auxiliary copied
+                cuts.append((m.start(), m.end(), prefix))
+                piece_start = m.end()
+                continue
+        # an independent clause: its own subject and verb right after "and"
+        if piece_start == 0 and vi <= 0:
             continue
-        subject = " ".join(lw[:vi])
-        if subject.lower() in ("and", "or") or len(subject) > 80:
+        if not rsubj or not 1 <= rvi <= 4:
             continue
-        aux = lw[vi].lower()
-        if (aux in ("is", "are", "was", "were") and vi + 1 < len(lw) and _PARTICIPLE.match(lw[vi + 1].lower())
-                and first not in VERB_WORDS - _PARTICIPLES):
-            subject = f"{subject} {lw[vi]}"  # "Results are written ... and read ..." -> "Results are read ..."
-        out.append((start, start + m.start(), left))
-        right_start = start + m.end()
-        rest = _split_coordination(after, right_start, depth + 1) if depth < _MAX_COORD_DEPTH else []
-        if rest:
-            for s, e, t in rest:
-                out.append((s, e, t if s != right_start else f"{subject} {t}"))
-            # the first piece of the rest is the right conjunct: give it the subject
-            s, e, t = out[1]
-            if not t.lower().startswith(subject.lower()):
-                out[1] = (s, e, f"{subject} {t}")
-        else:
-            out.append((right_start, start + len(text), f"{subject} {after}"))
-        return out
-    return []
+        if rsubj.split()[0].lower() in ("in", "on", "at", "with", "for", "to", "from", "by", "of", "its", "their"):
+            continue
+        cuts.append((m.start(), m.end(), ""))
+        piece_start = m.end()
+        subject = prefix_subject = rsubj
+        verb = after_words[rvi].lower()
+    if not cuts:
+        return []
+    out: list[tuple[int, int, str]] = []
+    pos = 0
+    prefix = ""
+    for left_end, right_start, next_prefix in cuts:
+        piece = text[pos:left_end]
+        out.append((start + pos, start + left_end, f"{prefix} {piece}" if prefix else piece))
+        pos, prefix = right_start, next_prefix
+    piece = text[pos:]
+    out.append((start + pos, start + len(text), f"{prefix} {piece}" if prefix else piece))
+    return out
 
 
 def _units_for_sentence(text: str, s: int, e: int, settings: ClaimSettings) -> list[_Unit]:
@@ -323,7 +360,7 @@ _NOTE_PREFIX = re.compile(r"^(?:note|nb|n\.b\.|important|warning|caution|tip|fyi
 _NOTE_THAT = re.compile(r"^(?:note|remember) that\s+", re.I)
 
 _SPECULATIVE = re.compile(
-    r"\b(?:may|might|could|possibly|probably|likely|unlikely|perhaps|expected to|plans? to|planned|"
+    r"\b(?:may|might|could|possibly|probably|likely|unlikely|perhaps|expected to|expects? to|plans? to|planned|"
     r"is going to|are going to|will (?:likely|probably|soon)|roadmap|intends? to|aims? to|should (?:soon|eventually))\b",
     re.I,
 )
@@ -369,7 +406,7 @@ _DATE = re.compile(
 )
 _TEMPORAL_WORDS = re.compile(
     r"\b(?:since|until|deprecated|sunset|end[- ]of[- ]life|eol|released|launched|founded|"
-    r"established|expires?|expired|scheduled|ago|yesterday|tomorrow|today|tonight|"
+    r"established|ago|yesterday|tomorrow|today|tonight|(?:introduced|added|removed|shipped)\s+in\s+v?\d|"
     r"(?:last|next|this|previous|coming)\s+(?:year|month|week|quarter)|(?:last|next|previous|coming)\s+"
     r"(?:release|version|sprint))\b",
     re.I,
@@ -431,7 +468,10 @@ GENERIC_HEADINGS = frozenset(
 
 _UNITLESS = re.compile(r"[\d,.]+")
 _WORD_BEFORE_NUM = re.compile(r"([\w.+#-]+)[ \t]*$")
-_IDENT_WORDS = frozenset("version versions v python node java go release build step sev severity level tier http iso rfc".split())
+_IDENT_WORDS = frozenset(
+    "version versions v python node java go release build step sev severity level tier http iso rfc status code "
+    "port error errors option article section chapter page line issue ticket".split()
+)
 
 
 _QUANTITY_LEADS = frozenset(
@@ -463,7 +503,7 @@ def _has_quantity(text: str) -> bool:
 
 _PERMISSION = re.compile(
     r"\b(?:employees|engineers|users|staff|customers|contractors|vendors|members|admins|administrators|"
-    r"you|managers|visitors|guests)\s+(?:may|can|cannot|can't)\b",
+    r"you|managers|visitors|guests)\s+may\b",
     re.I,
 )
 
