@@ -28,6 +28,7 @@ import numpy as np
 
 DEFAULT_BATCH = 64
 _COMPACT_AT = 16  # shards
+CHUNK = 4096  # texts embedded (and persisted) at a time
 
 
 def _default_model_path() -> str:
@@ -65,7 +66,6 @@ class Embedder:
         self._model = None
         self._lock = threading.RLock()
         self._index: dict[bytes, int] | None = None
-        self._vectors: list[np.ndarray] = []  # rows of the loaded shards + this session's new rows
         self._matrix: np.ndarray | None = None
         # counters for benchmarks and tests
         self.model_calls = 0
@@ -79,7 +79,9 @@ class Embedder:
         with self._lock:
             if self._model is None:
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
 
+                hf_logging.disable_progress_bar()
                 self._model = SentenceTransformer(self.model_path, device="cpu")
             return self._model
 
@@ -109,11 +111,11 @@ class Embedder:
         if self._index is not None:
             return
         self._index = {}
-        self._vectors = []
         if self.cache_dir is None or not self.cache_dir.is_dir():
             self._matrix = None
             return
         keys_all: list[np.ndarray] = []
+        vecs_all: list[np.ndarray] = []
         for shard in sorted(self.cache_dir.glob("shard-*.npz")):
             try:
                 with np.load(shard) as z:
@@ -123,12 +125,12 @@ class Embedder:
             if keys.shape[0] != vecs.shape[0]:
                 continue
             keys_all.append(keys)
-            self._vectors.append(vecs.astype(np.float32, copy=False))
-        if self._vectors:
-            self._matrix = np.concatenate(self._vectors)
-            self._vectors = [self._matrix]
+            vecs_all.append(vecs.astype(np.float32, copy=False))
+        if vecs_all:
+            self._matrix = np.concatenate(vecs_all)
             flat = np.concatenate(keys_all)
-            self._index = {k: i for i, k in enumerate(flat.tolist())}
+            # numpy drops trailing NUL bytes of fixed-width bytes: pad them back to 32
+            self._index = {k.ljust(32, b"\0"): i for i, k in enumerate(flat.tolist())}
         else:
             self._matrix = None
         self._shards_on_disk = len(keys_all)
@@ -168,6 +170,12 @@ class Embedder:
             shard.unlink(missing_ok=True)
         self._shards_on_disk = 1
 
+    def _append(self, keys: list[bytes], vecs: np.ndarray) -> None:
+        base = 0 if self._matrix is None else self._matrix.shape[0]
+        self._matrix = vecs if self._matrix is None else np.concatenate([self._matrix, vecs])
+        for i, k in enumerate(keys):
+            self._index[k] = base + i
+
     # ------------------------------------------------------------ encode
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -182,13 +190,14 @@ class Embedder:
                     missing[k] = t
             self.cache_hits += len(texts) - sum(1 for k in keys if k in missing)
             if missing:
-                new_keys = list(missing)
-                new_vecs = self.embed_uncached(list(missing.values()))
-                base = 0 if self._matrix is None else self._matrix.shape[0]
-                self._matrix = new_vecs if self._matrix is None else np.concatenate([self._matrix, new_vecs])
-                for i, k in enumerate(new_keys):
-                    self._index[k] = base + i
-                self._write_shard(new_keys, new_vecs)
+                # In chunks, each persisted as it is done: an interrupted run resumes from there.
+                items = list(missing.items())
+                for c in range(0, len(items), CHUNK):
+                    chunk = items[c : c + CHUNK]
+                    new_keys = [k for k, _ in chunk]
+                    new_vecs = self.embed_uncached([t for _, t in chunk])
+                    self._append(new_keys, new_vecs)
+                    self._write_shard(new_keys, new_vecs)
             if not texts:
                 dim = self._matrix.shape[1] if self._matrix is not None else self.dim
                 return np.zeros((0, dim), dtype=np.float32)

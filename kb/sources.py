@@ -26,21 +26,15 @@ Rules (documented in docs/retrieval.md, tested in tests/test_sources.py):
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from kb.records import Block, Document, IngestError, SourceDoc, content_hash
-
-try:  # the shared document parser (kb/parse.py); a minimal fallback until it lands
-    from kb.parse import ParseError, parse_document
-except ImportError:  # pragma: no cover - removed once kb/parse.py is committed
-    ParseError = ValueError
-    parse_document = None
+from kb.ingest import list_documents
+from kb.parse import ParseError, parse_document
+from kb.records import Block, IngestError, SourceDoc, content_hash
 
 DATE_KEYS = ("published_at", "updated_at", "updated", "date")
-FOLDER_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".html", ".htm"}
 MAX_FILE_BYTES = 5_000_000
 
 
@@ -155,7 +149,7 @@ def _authority(meta: dict, where: str, col: _Collector) -> float:
     return value
 
 
-def _make(col: _Collector, *, source_id, text, title, meta, origin, fallback_path, where, url="", blocks=()):
+def _make(col: _Collector, *, source_id, text, title, meta, origin, fallback_path, where, url="", blocks=(), path=None):
     if not isinstance(text, str) or not text.strip():
         col.error(where, f"source {source_id!r} has no text: skipped")
         return
@@ -170,7 +164,7 @@ def _make(col: _Collector, *, source_id, text, title, meta, origin, fallback_pat
             date_origin=date_origin,
             authority=_authority(meta, where, col),
             url=str(url or ""),
-            path=where,
+            path=str(path or where),
             blocks=tuple(blocks),
         )
     )
@@ -180,41 +174,45 @@ def _make(col: _Collector, *, source_id, text, title, meta, origin, fallback_pat
 
 
 def _load_folder(root: Path, col: _Collector) -> None:
-    for file in sorted(p for p in root.rglob("*") if p.is_file()):
-        rel = file.relative_to(root).as_posix()
-        if any(part.startswith(".") for part in file.relative_to(root).parts):
-            continue
-        if file.suffix.lower() not in FOLDER_SUFFIXES:
-            continue
+    """Same walk and parser as KB documents (``.kbauditignore``, hidden files, links leaving the root)."""
+    files, walk_errors = list_documents(root)
+    col.errors.extend(walk_errors)
+    resolved = root.resolve()
+    for file in files:
+        rel = file.relative_to(resolved).as_posix()
         try:
             if file.stat().st_size > MAX_FILE_BYTES:
-                col.error(str(file), f"source file larger than {MAX_FILE_BYTES} bytes: skipped")
+                col.error(rel, f"source file larger than {MAX_FILE_BYTES} bytes: skipped")
                 continue
             raw = file.read_bytes()
         except OSError as exc:
-            col.error(str(file), f"unreadable: {exc.strerror or exc}")
+            col.error(rel, f"unreadable: {exc.strerror or exc}")
             continue
         try:
             doc = parse_document(raw, rel, str(file))
-        except (ParseError, ValueError) as exc:
-            col.error(str(file), f"unparsable source: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+        except ParseError as exc:
+            col.error(rel, f"unparsable source: {exc}")
             continue
         meta = dict(doc.meta or {})
-        body = "".join(b.text for b in doc.blocks)
-        if not body.strip():
-            col.error(str(file), f"source {meta.get('id') or rel!r} has no text: skipped")
+        source_id = meta.get("id") or rel
+        if doc.ignore:
+            col.error(rel, f"source {source_id!r} opted out (kbaudit: ignore): skipped")
+            continue
+        if not any(b.text.strip() for b in doc.blocks):
+            col.error(rel, f"source {source_id!r} has no text: skipped")
             continue
         _make(
             col,
-            source_id=meta.get("id") or rel,
+            source_id=source_id,
             text=doc.text,
-            title=meta.get("title") or doc.title or rel,
+            title=doc.title or rel,
             meta=meta,
             origin="front_matter",
             fallback_path=file,
-            where=str(file),
+            where=rel,
             url=meta.get("url") or "",
             blocks=doc.blocks,
+            path=file,
         )
 
 
@@ -331,47 +329,3 @@ def _dedupe(sources: list[SourceDoc], col: _Collector) -> list[SourceDoc]:
             col.error(s.path, f"source {s.source_id!r} has two different texts dated {s.source_date}: both kept")
         seen.setdefault(k, s.source_version)
     return out
-
-
-# ---------------------------------------------------------------- fallback parser (temporary)
-
-_PARA = re.compile(r"[^\n]+(?:\n[^\n]+)*")
-_HTML_TEXT = re.compile(r"(?is)<(script|style)\b.*?</\1>|<[^>]*>|([^<]+)")
-
-
-def _fallback_parse(raw: bytes, doc_id: str, path: str) -> Document:
-    import yaml
-
-    if b"\x00" in raw[:4096]:
-        raise ValueError("binary file")
-    text = raw.decode("utf-8")
-    meta: dict = {}
-    body = 0
-    if text.startswith("---\n"):
-        end = text.find("\n---", 4)
-        if end > 0:
-            try:
-                loaded = yaml.safe_load(text[4:end])
-            except yaml.YAMLError as exc:
-                raise ValueError(f"bad front matter: {type(exc).__name__}") from exc
-            meta = loaded if isinstance(loaded, dict) else {}
-            body = text.find("\n", end + 4) + 1 or len(text)
-    blocks = []
-    if path.lower().endswith((".html", ".htm")):
-        spans = [(m.start(2), m.end(2)) for m in _HTML_TEXT.finditer(text, body) if m.group(2) and m.group(2).strip()]
-    else:
-        spans = [(m.start(), m.end()) for m in _PARA.finditer(text, body) if m.group().strip()]
-    for a, b in spans:
-        chunk = text[a:b]
-        lead = len(chunk) - len(chunk.lstrip())
-        a, b = a + lead, a + len(chunk.rstrip())
-        if b > a:
-            blocks.append(Block(kind="paragraph", start=a, end=b, text=text[a:b], offsets=tuple(range(a, b))))
-    return Document(
-        doc_id=doc_id, version_id=content_hash(raw), path=path, format="text", text=text,
-        title=str(meta.get("title") or ""), meta=meta, blocks=tuple(blocks), bytes=len(raw),
-    )
-
-
-if parse_document is None:  # pragma: no cover
-    parse_document = _fallback_parse

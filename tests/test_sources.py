@@ -48,6 +48,8 @@ def test_folder_bad_sources_reported_rest_indexed(tmp_path):
     _md(tmp_path / "baddate.md", "id: baddate\npublished_at: next tuesday", "Backups run nightly.")
     _md(tmp_path / "future.md", "id: future\npublished_at: 2031-05-05", "Version 9 ships with dark mode.")
     _md(tmp_path / "good.md", "id: good\npublished_at: 2024-02-02", "The API rate limit is 100 requests per minute.")
+    _md(tmp_path / "draft.md", "id: draft\nkbaudit: {ignore: true}", "Not a source yet.")
+    (tmp_path / "binary.txt").write_bytes(b"\x00\x01\x02")
     old = 1_600_000_000  # 2020-09-13
     os.utime(tmp_path / "baddate.md", (old, old))
 
@@ -57,6 +59,7 @@ def test_folder_bad_sources_reported_rest_indexed(tmp_path):
     assert set(ids) == {"baddate", "future", "good"}
     messages = " | ".join(e.error for e in errors)
     assert "no text" in messages and "unparsable date" in messages and "future date" in messages
+    assert "opted out" in messages and "binary" in messages
     assert all(e.stage == "sources" for e in errors)
     assert ids["baddate"].date_origin == "mtime" and ids["baddate"].source_date == date(2020, 9, 13)
     assert ids["future"].source_date == TODAY  # clamped, kept
