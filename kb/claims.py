@@ -147,6 +147,7 @@ VERB_WORDS = frozenset(
     operates operated hosts hosted owns owned employs employed reached reaches moved moves
     opened opens closed closes migrated lasts lasted receives received happens happened
     splits labels verifies re-verifies detects finds marks generates produces answers publishes queues signs
+    excludes contains lists shows displays links points remains stays resets syncs increases decreases
     """.split()
 )
 # base forms: a right conjunct may start with one when the subject is plural ("Builds run ... and take ...")
@@ -155,7 +156,8 @@ BASE_VERBS = frozenset(
     run take use support serve offer provide require store include handle send return cost charge allow keep
     write read create accept reject process cache retry expose enable disable limit block ship check build
     deploy scale make give need replace cover expire renew apply start end operate host own employ reach
-    move open close last receive happen get are were have do
+    move open close last receive happen get are were have do exclude contain list show display link point
+    return accept expire remain stay become grow fall rise drop increase decrease reset sync
     """.split()
 )
 _ADVERBS = frozenset("now also still currently often usually then always never typically automatically".split())
@@ -353,7 +355,7 @@ _OPINION = re.compile(
 )
 _GREETING = re.compile(
     r"^(?:welcome|hello|hi|hey|greetings|thanks|thank you|cheers|happy \w+|good (?:morning|afternoon|evening)|"
-    r"congratulations|enjoy|have fun|best regards|regards)\b",
+    r"congratulations|enjoy|have fun|best regards|regards|we hope you|hope you|good luck)\b",
     re.I,
 )
 _NOTE_PREFIX = re.compile(r"^(?:note|nb|n\.b\.|important|warning|caution|tip|fyi)\s*[:,-]\s*(?:that\s+)?", re.I)
