@@ -79,8 +79,13 @@ _NO_SPACE_AFTER = re.compile(r"(?<=[$€£(\[])\s+")
 _JOINED = re.compile(r"(?<=\w)\s*([-/:])\s*(?=\w)")
 
 
+_MARKUP = {"`", "*", "_"}
+
+
 def _tokens(value: str) -> list[str]:
-    return _TOKEN.findall(value)
+    """Words, numbers (with their inner . , : / + -) and symbols; markup characters are left out,
+    so they stay in the text around a swapped value."""
+    return [t for t in _TOKEN.findall(value) if t not in _MARKUP]
 
 
 def _strip_common(old: list[str], new: list[str]) -> tuple[list[str], list[str]]:
@@ -210,6 +215,24 @@ def proposal_key(claim_id: str, old_text: str, new_text: str, ev_key: str) -> st
     return content_hash(f"{claim_id}|{old_text}|{new_text}|{ev_key}")
 
 
+def aligned_slot(text: str, sentence: str, max_words: int = 4) -> tuple[str, str] | None:
+    """The one differing span of two near-identical sentences, as (claim value, evidence value).
+
+    The fallback when the verdict names no slot but carries its evidence sentence: "retained for
+    1 year" / "retained for 2 years" gives ("1 year", "2 years"). None unless the sentences
+    differ in exactly one short span and agree on most words.
+    """
+    a, b = _tokens(text), _tokens(sentence)
+    matcher = difflib.SequenceMatcher(a=[t.lower() for t in a], b=[t.lower() for t in b], autojunk=False)
+    ops = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace" or matcher.ratio() < 0.6:
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    if i2 - i1 > max_words or j2 - j1 > max_words:
+        return None
+    return " ".join(a[i1:i2]), " ".join(b[j1:j2])
+
+
 def _deciding(verdict: Verdict, evidence: list[Evidence]) -> Evidence | None:
     if verdict.evidence_sentence:
         for e in evidence:
@@ -240,25 +263,32 @@ class _Draft:
     method: str
     deciding: Evidence | None
     ev_key: str
+    slot: tuple[str, str] | None = None  # (claim value, evidence value) that was swapped
 
 
 def _draft(claim: Claim, doc: Document, verdict: Verdict, evidence: list[Evidence]) -> _Draft:
     old_text = doc.text[claim.start : claim.end]
     new_text = draft_claim = None
     method = "none"
+    slots, used = [], None
     if verdict.claim_value and verdict.evidence_value:
-        new_text = replace_slot(old_text, verdict.claim_value, verdict.evidence_value)
+        slots.append((verdict.claim_value, verdict.evidence_value))
+    if verdict.evidence_sentence:
+        slots.append(aligned_slot(old_text, verdict.evidence_sentence))
+    for slot in filter(None, slots):
+        new_text = replace_slot(old_text, *slot)
         if new_text is not None and new_text != old_text:
             method = "slot"
-            draft_claim = replace_slot(claim.text, verdict.claim_value, verdict.evidence_value) or new_text
-        else:
-            new_text = None
+            draft_claim = replace_slot(claim.text, *slot) or new_text
+            used = slot
+            break
+        new_text = None
     rewrite = getattr(verdict, "corrected_text", None)
     if new_text is None and rewrite and rewrite.strip() and rewrite.strip() != old_text.strip():
         new_text, draft_claim, method = rewrite.strip(), rewrite.strip(), "rewrite"
     return _Draft(
         claim, doc, verdict, old_text, new_text if new_text is not None else old_text, draft_claim, method,
-        _deciding(verdict, evidence), evidence_key(verdict, evidence),
+        _deciding(verdict, evidence), evidence_key(verdict, evidence), used,
     )
 
 
@@ -324,7 +354,7 @@ def draft_edits(
             reason = f"{d.verdict.label}: draft re-verified as {after.label} ({after.confidence:.2f}: {after.rationale}); not proposed"
         else:
             status = "proposed"
-            swap = f"{d.verdict.claim_value!r} -> {d.verdict.evidence_value!r}" if d.method == "slot" else "deep verifier rewrite"
+            swap = f"{d.slot[0]!r} -> {d.slot[1]!r}" if d.slot else "deep verifier rewrite"
             reason = f"{d.verdict.label}: {swap}; draft re-verified as supported ({after.confidence:.2f}). {d.verdict.rationale}"
         if key in suppressed and status in ("proposed", "needs_rewrite"):
             status, reason = "suppressed", f"rejected before with the same evidence ({suppressed[key]}); not proposed again"
@@ -366,8 +396,8 @@ def draft_edits(
                 label_after=after.label if after else None,
                 confidence_after=after.confidence if after else None,
                 rationale_after=after.rationale if after else None,
-                claim_value=d.verdict.claim_value,
-                evidence_value=d.verdict.evidence_value,
+                claim_value=d.slot[0] if d.slot else d.verdict.claim_value,
+                evidence_value=d.slot[1] if d.slot else d.verdict.evidence_value,
                 evidence_sentence=d.verdict.evidence_sentence or (e.sentence if e else None),
                 evidence_source=f"{e.source_id}@{e.source_version}" if e else None,
                 evidence_date=e.source_date if e else None,

@@ -19,7 +19,7 @@ import pytest
 
 from kb.claims import split_claims
 from kb.config import DEMO_ROOT
-from kb.correct import CorrectionSettings, change_size, draft_edits, edit_risk, replace_slot
+from kb.correct import CorrectionSettings, aligned_slot, change_size, draft_edits, edit_risk, replace_slot
 from kb.ingest import ingest
 from kb.records import Claim, Document, Evidence, Verdict, content_hash
 from kb.versions import run_tables, splice
@@ -180,19 +180,31 @@ def test_a_draft_that_does_not_verify_is_dropped_with_its_reason(demo):
     assert {e.status for e in draft_edits(docs, claims, verdicts)} == {"dropped"}
 
 
+def test_without_named_slots_the_evidence_sentence_is_aligned(demo):
+    docs, claims, evidence, verdicts = demo
+    unnamed = [dataclasses.replace(v, claim_value=None, evidence_value=None) for v in verdicts]
+    edits = draft_edits(docs, claims, unnamed, evidence, verifier=EchoVerifier(), today=TODAY)
+    expected = {(r["doc_id"], r["sentence"]): r["correction"] for r in expected_corrections()}
+    assert sum(expected.get((e.doc_id, e.old_text)) == e.new_text for e in edits) == 40
+    assert aligned_slot("Audit logs are retained for 1 year.", "Audit logs are retained for 2 years.") == ("1 year", "2 years")
+    assert aligned_slot("Audit logs are retained for 1 year.", "Logs of every kind are kept until 2027 at least.") is None
+
+
 def test_no_slot_means_needs_rewrite_with_the_evidence(demo):
     docs, claims, evidence, verdicts = demo
-    bare = [dataclasses.replace(v, claim_value=None, evidence_value=None) for v in verdicts]
+    vague = "The retention policy was rewritten in 2025 for all plans and all regions."
+    bare = [dataclasses.replace(v, claim_value=None, evidence_value=None, evidence_sentence=vague) for v in verdicts]
     edits = draft_edits(docs, claims, bare, evidence, verifier=EchoVerifier(), today=TODAY)
     assert {e.status for e in edits} == {"needs_rewrite"}
-    assert all(e.new_text == e.old_text and e.evidence_sentence in e.reason for e in edits)
+    assert all(e.new_text == e.old_text and vague in e.reason for e in edits)
     # ...unless the deep verifier wrote a final text, which is re-verified like a slot swap.
 
     @dataclasses.dataclass(frozen=True)
     class DeepVerdict(Verdict):
         corrected_text: str | None = None
 
-    deep = [DeepVerdict(**{**dataclasses.asdict(v), "corrected_text": v.evidence_sentence}) for v in bare]
+    fixes = {v.claim_id: v.evidence_sentence for v in verdicts}
+    deep = [DeepVerdict(**{**dataclasses.asdict(v), "corrected_text": fixes[v.claim_id]}) for v in bare]
     edits = draft_edits(docs, claims, deep, evidence, verifier=EchoVerifier(), today=TODAY)
     assert {e.method for e in edits} == {"rewrite"} and {e.status for e in edits} <= {"auto", "queued"}
 
