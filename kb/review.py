@@ -92,9 +92,11 @@ def resolve(store: Store, edit_id: str, known: list[str] | None = None) -> str:
 def show(store: Store, edit_id: str) -> dict:
     """One edit: its state and details, its history, and the change as a diff."""
     edit_id = resolve(store, edit_id)
-    row = _query(store, "SELECT * FROM edit_state WHERE edit_id = ?", [edit_id]).iloc[0].to_dict()
-    history = _query(store, "SELECT * FROM edit_history WHERE edit_id = ? ORDER BY happened_at", [edit_id])
-    row["history"] = history.to_dict(orient="records")
+    def records(frame: pd.DataFrame) -> list[dict]:  # NaN/NaT as None, so the row is valid JSON
+        return frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+
+    row = records(_query(store, "SELECT * FROM edit_state WHERE edit_id = ?", [edit_id]))[0]
+    row["history"] = records(_query(store, "SELECT * FROM edit_history WHERE edit_id = ? ORDER BY happened_at", [edit_id]))
     row["diff"] = unified_diff(row["old_text"] + "\n", row["new_text"] + "\n", row["doc_id"])
     return row
 
