@@ -362,6 +362,7 @@ _INLINE_SPECIAL = re.compile(r"[`\\*_~\[\]!<&]")
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:-]*(?:\s[^<>]{0,500})?/?>")
 _AUTOLINK = re.compile(r"<((?:[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]{1,2000})|(?:[^\s<>@]{1,200}@[^\s<>@]{1,200}))>")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_FOOTNOTE_REF = re.compile(r"\[\^[^\]\s]{1,50}\](?!:)")
 _ESCAPABLE = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
@@ -426,6 +427,8 @@ def _inline(out: _Text, s: str, base: int) -> None:
                 i = j + 1
             else:
                 i = end[1]  # images are not prose
+        elif c == "[" and j + 1 < n and s[j + 1] == "^" and (fn := _FOOTNOTE_REF.match(s, j)):
+            i = fn.end()  # footnote reference "[^1]"
         elif c == "[":
             end = _link_end(s, j)
             if end is None:
@@ -539,6 +542,9 @@ _IGNORE_START = re.compile(r"<!--\s*kbaudit:\s*ignore\s*-->")
 _IGNORE_END = re.compile(r"<!--\s*kbaudit:\s*end\s*-->")
 _RAW_HTML_OPEN = re.compile(r" {0,3}<(script|style|pre|textarea)(?:\s|>|$)", re.I)
 _MDX_ESM = re.compile(r"(?:import|export)\s")
+_FOOTNOTE_DEF = re.compile(r" {0,3}\[\^[^\]\s]{1,50}\]:[ \t]*")
+_LINK_DEF = re.compile(r" {0,3}\[[^\]^][^\]]{0,200}\]:[ \t]*\S+")
+_HEADING_ATTRS = re.compile(r"[ \t]*\{[#.][^{}]{0,200}\}[ \t]*$")
 _LAST_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
 
@@ -872,6 +878,14 @@ class _MarkdownParser:
                     i += 1
                 i += 1
                 continue
+            fd = _FOOTNOTE_DEF.match(line)
+            if fd:  # "[^1]: text": the text is prose, the marker is not
+                self._flush()
+                base += fd.end()
+                line = line[fd.end():]
+            if not self.para and _LINK_DEF.match(line):
+                i += 1  # "[id]: https://..." link reference definitions are not prose
+                continue
             if self.mdx and not self.para and _MDX_ESM.match(line):
                 self._flush()
                 i += 1
@@ -887,6 +901,9 @@ class _MarkdownParser:
                 cm = _ATX_CLOSE.search(content)
                 if cm:
                     content = content[: cm.start()]
+                am = _HEADING_ATTRS.search(content)
+                if am:
+                    content = content[: am.start()]  # "## Title {#anchor}"
                 self._heading(len(hm.group(1)), content.strip(), base + hm.end() + (len(content) - len(content.lstrip())))
                 i += 1
                 continue

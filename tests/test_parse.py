@@ -241,3 +241,17 @@ def test_offset_map_behaves_like_a_tuple():
     assert m.span(1, 4) == (6, 11)
     with pytest.raises(IndexError):
         m[6]
+
+
+def test_link_definitions_footnotes_and_heading_attributes():
+    doc = parse(
+        "# Title {#anchor}\n\nA footnote[^1] and a [ref link][r].\n\n[r]: https://example.com\n"
+        "[^1]: The footnote says 3 things.\n"
+    )
+    assert [b.text for b in doc.blocks] == ["Title", "A footnote and a ref link.", "The footnote says 3 things."]
+    check_offsets(doc)
+
+
+def test_mdx_imports_are_not_prose():
+    doc = parse("import Tabs from '@theme/Tabs';\n\n# Guide\n\n<Callout>The CLI is fast.</Callout>\n", "g.mdx")
+    assert [b.text for b in doc.blocks] == ["Guide", "The CLI is fast."]
