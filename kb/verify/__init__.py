@@ -1,0 +1,176 @@
+"""Verification: judge each claim against its evidence, then label it with the policy.
+
+``Verifier(settings).verify(claims, evidence, today)`` runs, for one batch of claims:
+
+1. the **rules** tier (:mod:`kb.verify.rules`) on every (claim, evidence sentence) pair, plus
+   the other sentences of each passage that align with the claim (cheap, deterministic);
+2. the **model** tier (:mod:`kb.verify.model`, a calibrated cross-encoder) in *one batched call*
+   over every pair the rules left undecided or decided with less than ``rules_override``
+   confidence (skipped entirely with ``use_model=False``: depth D0, rules only);
+3. a combination per pair: a sure rules decision (exact match, slot conflict) stands; otherwise
+   the model's calibrated judgement, reinforced when the rules agree;
+4. the labelling **policy** (:func:`kb.verify.policy.decide`) over all passages of the claim
+   and their source dates: supported / contradicted / stale / uncertain, with gaps.
+
+Prefect-free; usable from a notebook.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import date
+
+from kb.records import Claim, Evidence, Judgement, Verdict
+from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status
+from kb.verify.rules import judge_rules
+from kb.verify.slots import canonical, content_words, word_tokens
+
+__all__ = ["Verifier", "VerifierSettings", "decide", "document_status", "judge_rules", "combine"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_VERIFIER_THRESHOLDS = {
+    **DEFAULT_THRESHOLDS,
+    "rules_override": 0.85,  # a rules judgement this sure is not sent to the model
+    "model_min": 0.0,  # model judgements below this confidence count as nei
+}
+
+
+@dataclass
+class VerifierSettings:
+    model_path: str | None = None  # None: the shipped verifier; else a local CrossEncoder folder
+    thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_VERIFIER_THRESHOLDS))
+    use_model: bool = True  # False: rules only (depth D0)
+    max_extra_sentences: int = 2  # other sentences of a passage the rules also try
+    batch_size: int = 64
+
+
+_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`*_-])|\n+")
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENT_SPLIT.split(text) if s and s.strip()]
+
+
+def _overlap(claim_words: set[str], sentence: str) -> float:
+    if not claim_words:
+        return 0.0
+    return len(claim_words & set(content_words(word_tokens(sentence)))) / len(claim_words)
+
+
+def _rank(j: Judgement | None) -> tuple:
+    if j is None:
+        return (0, 0.0)
+    return (1 if j.relation == "nei" else 2, j.confidence)
+
+
+def combine(rule: Judgement | None, probs, override: float = 0.85) -> Judgement:
+    """One judgement from the rules' (may be None) and the model's calibrated probabilities
+    ``[supports, refutes, nei]`` (may be None)."""
+    if rule is not None and (probs is None or rule.confidence >= override):
+        return rule
+    if probs is None:
+        return Judgement("nei", 0.5, "rules", "rules: undecided (no model)")
+    rels = ("supports", "refutes", "nei")
+    k = max(range(3), key=lambda i: probs[i])
+    rel, p = rels[k], float(probs[k])
+    if rule is not None and rule.relation != "nei":
+        if rule.relation == rel:
+            # independent agreement: the rules' evidence raises the model's confidence
+            conf = 1.0 - (1.0 - p) * (1.0 - rule.confidence)
+            return Judgement(rel, round(min(conf, 0.995), 4), "model",
+                             f"model {rel} (p={p:.2f}) and rules agree: {rule.rationale}",
+                             rule.claim_value, rule.evidence_value)  # fmt: skip
+        if rule.confidence > p:
+            return rule
+    return Judgement(rel, round(p, 4), "model", f"model: {rel} (p={p:.2f})")
+
+
+class Verifier:
+    """Rules first, the model for the rest (one batched call), then the labelling policy."""
+
+    def __init__(self, settings: VerifierSettings | None = None):
+        self.settings = settings or VerifierSettings()
+        th = dict(DEFAULT_VERIFIER_THRESHOLDS)
+        th.update(self.settings.thresholds or {})
+        self.thresholds = th
+        self._model = None
+        self.model_error: str | None = None
+        self.tier_counts: dict[str, int] = {}
+
+    # ------------------------------------------------------------------------------------
+    @property
+    def model(self):
+        """The model judge, loaded on first use; None when rules-only or unavailable."""
+        if not self.settings.use_model or self.model_error:
+            return None
+        if self._model is None:
+            try:
+                from kb.verify.model import ModelJudge
+
+                self._model = ModelJudge(path=self.settings.model_path, batch_size=self.settings.batch_size)
+            except Exception as exc:  # missing weights, missing package: degrade to rules only
+                self.model_error = f"{type(exc).__name__}: {exc}"
+                log.warning("verifier model unavailable, rules only: %s", self.model_error)
+                return None
+        return self._model
+
+    # ------------------------------------------------------------------------------------
+    def rules_judgement(self, claim: Claim, ev: Evidence) -> tuple[Judgement | None, str]:
+        """The rules' best judgement over the evidence sentence and aligned passage sentences,
+        and the sentence the model should see."""
+        texts = [claim.text]
+        if claim.source_text and canonical(claim.source_text) != canonical(claim.text):
+            texts.append(claim.source_text)
+        sentence = ev.sentence or ev.passage
+        cands = [sentence]
+        if ev.passage and self.settings.max_extra_sentences:
+            cw = set(content_words(word_tokens(claim.text)))
+            others = [s for s in split_sentences(ev.passage) if canonical(s) != canonical(sentence)]
+            others.sort(key=lambda s: -_overlap(cw, s))
+            cands += [s for s in others[: self.settings.max_extra_sentences] if _overlap(cw, s) >= 0.5]
+        best: Judgement | None = None
+        best_sentence = sentence
+        for s in cands:
+            for t in texts:
+                j = judge_rules(t, s)
+                if j is not None and j.relation == "supports" and t is not texts[0] and j.confidence < 0.95:
+                    continue  # the bare source text counts only when it matches verbatim
+                if _rank(j) > _rank(best):
+                    best, best_sentence = j, s
+        return best, best_sentence
+
+    def judge_pairs(self, claims: list[Claim], evidence: dict[str, list[Evidence]]) -> dict[str, list[Judgement]]:
+        """Judgement per evidence passage for each claim (rules, then one batched model call)."""
+        override = self.thresholds["rules_override"]
+        plan: list[tuple[str, int, Judgement | None, str]] = []
+        for c in claims:
+            for k, ev in enumerate(evidence.get(c.claim_id, [])):
+                rule, sentence = self.rules_judgement(c, ev)
+                plan.append((c.claim_id, k, rule, sentence))
+        model = self.model
+        need = [i for i, (_, _, rule, _) in enumerate(plan) if rule is None or rule.confidence < override]
+        probs: dict[int, list[float]] = {}
+        if model is not None and need:
+            texts = {c.claim_id: c.text for c in claims}
+            p = model.probs([(texts[plan[i][0]], plan[i][3]) for i in need])
+            probs = {i: [float(x) for x in p[r]] for r, i in enumerate(need)}
+        out: dict[str, list[Judgement]] = {c.claim_id: [] for c in claims}
+        for i, (cid, _, rule, _) in enumerate(plan):
+            j = combine(rule, probs.get(i), override)
+            if j.tier == "model" and j.confidence < self.thresholds["model_min"]:
+                j = Judgement("nei", j.confidence, "model", j.rationale + " (below model_min)")
+            self.tier_counts[j.tier] = self.tier_counts.get(j.tier, 0) + 1
+            out[cid].append(j)
+        return out
+
+    def verify(self, claims: list[Claim], evidence: dict[str, list[Evidence]], today: date) -> list[Verdict]:
+        """One verdict per claim, in order."""
+        judged = self.judge_pairs(claims, evidence)
+        verdicts = []
+        for c in claims:
+            evs = evidence.get(c.claim_id, [])
+            verdicts.append(decide(c, evs, judged[c.claim_id], today, thresholds=self.thresholds))
+        return verdicts

@@ -1,0 +1,298 @@
+"""Labelling policy: from per-passage judgements and source dates to one verdict per claim.
+
+DESIGN.md ("Labels") defines the four labels; this module is their executable definition.
+
+* Evidence is grouped by ``source_id``. The passages from the newest ``source_date`` of a source
+  are that source's *current* view; passages from its older versions are *history*.
+* A source **supports** now when one of its current passages supports the claim (at or above
+  the support threshold), **refutes** when one refutes it and none supports it more strongly.
+* **supported**: some source supports now and none refutes now (a weak refutation loses to a
+  strong support); a time-sensitive claim also needs its newest supporting evidence inside
+  its freshness window, else it is **stale**.
+* **stale**: every current view that takes a side refutes, and an older version of one of
+  those same sources supported the claim: the value changed. The newest refuting judgement's
+  values and sentence go into the verdict for the correction step.
+* **contradicted**: current evidence refutes and no older version explains it.
+* **uncertain**: no relevant evidence, current sources disagree with each other, or nothing
+  reaches the thresholds.
+
+Every non-supported verdict gets a gap (type, severity, action); ``document_status`` rolls the
+verdicts of one document into a status and a score with components.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import date
+
+from kb.records import Claim, Evidence, Judgement, Verdict
+
+DEFAULT_THRESHOLDS = {
+    "support": 0.5,  # a supports judgement counts at or above this confidence
+    "refute": 0.5,  # a refutes judgement counts at or above this confidence
+    "strong_support": 0.95,  # a support this sure outweighs weak refutations
+    "weak_refute": 0.8,  # refutations below this lose to a strong support
+    "stale_history": 0.8,  # an older version must support at least this surely
+}
+
+UNDECIDABLE_TYPES = ("speculative", "normative")
+
+
+def _date_key(d: date | None) -> date:
+    return d or date.min
+
+
+def decide(
+    claim: Claim,
+    evidence: list[Evidence],
+    judgements: list[Judgement],
+    today: date,
+    freshness_days: int | None = None,
+    thresholds: dict[str, float] | None = None,
+) -> Verdict:
+    """One verdict for ``claim`` from its evidence and the judgement of each passage."""
+    th = dict(DEFAULT_THRESHOLDS)
+    if thresholds:
+        th.update({k: v for k, v in thresholds.items() if k in th})
+    pairs = list(zip(evidence, judgements, strict=True))
+    ev_ids = tuple(e.evidence_id for e in evidence)
+    base = {"claim_id": claim.claim_id, "evidence_ids": ev_ids}
+
+    if not claim.checkworthy:
+        return Verdict(
+            **base, label="uncertain", confidence=1.0, tier="rules",
+            rationale=f"not check-worthy: {claim.reason or 'no checkable fact'}",
+            gap_type="undecidable", gap_severity="low", action="none (not check-worthy)",
+        )  # fmt: skip
+    if not pairs:
+        return _uncertain(claim, base, "no evidence retrieved", 0.5, kind="no_evidence")
+
+    newest: dict[str, date] = {}
+    for e in evidence:
+        d = _date_key(e.source_date)
+        if e.source_id not in newest or d > newest[e.source_id]:
+            newest[e.source_id] = d
+
+    current: dict[str, list[tuple[Evidence, Judgement]]] = defaultdict(list)
+    history: dict[str, list[tuple[Evidence, Judgement]]] = defaultdict(list)
+    for e, j in pairs:
+        if _date_key(e.source_date) == newest[e.source_id]:
+            current[e.source_id].append((e, j))
+        else:
+            history[e.source_id].append((e, j))
+
+    def best(items, relation, threshold):
+        hits = [(e, j) for e, j in items if j.relation == relation and j.confidence >= threshold]
+        return max(hits, key=lambda p: (p[1].confidence, p[1].tier == "rules"), default=None)
+
+    stance: dict[str, tuple[str, Evidence, Judgement]] = {}
+    for sid, items in current.items():
+        s = best(items, "supports", th["support"])
+        r = best(items, "refutes", th["refute"])
+        if s and (not r or s[1].confidence >= r[1].confidence):
+            stance[sid] = ("supports", *s)
+        elif r:
+            stance[sid] = ("refutes", *r)
+
+    sup = {sid: v for sid, v in stance.items() if v[0] == "supports"}
+    ref = {sid: v for sid, v in stance.items() if v[0] == "refutes"}
+
+    if sup and ref:
+        top_s = max(sup.values(), key=lambda v: v[2].confidence)
+        top_r = max(ref.values(), key=lambda v: v[2].confidence)
+        if top_s[2].confidence >= th["strong_support"] and top_r[2].confidence < th["weak_refute"]:
+            ref = {}
+        else:
+            names = ", ".join(sorted(set(sup) | set(ref)))
+            return _uncertain(
+                claim, base,
+                f"sources disagree: {top_s[1].source_id} supports ({top_s[2].rationale}); "
+                f"{top_r[1].source_id} refutes ({top_r[2].rationale}) [{names}]",
+                max(top_s[2].confidence, top_r[2].confidence), kind="disagree",
+                tier=top_r[2].tier,
+            )  # fmt: skip
+
+    if sup:
+        _, e, j = max(sup.values(), key=lambda v: (v[2].confidence, _date_key(v[1].source_date)))
+        window = freshness_days if freshness_days is not None else claim.freshness_days
+        if claim.time_sensitive and window:
+            newest_sup = max(_date_key(v[1].source_date) for v in sup.values())
+            if newest_sup == date.min:
+                return _uncertain(claim, base, "time-sensitive claim; supporting evidence is undated",
+                                  j.confidence, kind="undated", tier=j.tier)  # fmt: skip
+            age = (today - newest_sup).days
+            if age > window:
+                return Verdict(
+                    **base, label="stale", confidence=round(min(0.9, j.confidence), 4), tier=j.tier,
+                    rationale=f"time-sensitive claim; newest supporting evidence ({e.source_id}, "
+                    f"{newest_sup.isoformat()}) is {age} days old, window {window} days",
+                    gap_type="systemic", gap_severity=_severity(claim, "stale"),
+                    action="add a fresher source or re-confirm the claim",
+                    evidence_sentence=e.sentence,
+                )  # fmt: skip
+        return Verdict(
+            **base, label="supported", confidence=round(j.confidence, 4), tier=j.tier,
+            rationale=f"{e.source_id}" + (f" ({e.source_date.isoformat()})" if e.source_date else "")
+            + f": {j.rationale}",
+            evidence_sentence=e.sentence,
+        )  # fmt: skip
+
+    if ref:
+        # stale: an older version of a refuting source supported the claim
+        stale_hits = []
+        for sid, (_, e_new, j_new) in ref.items():
+            old = best(history.get(sid, []), "supports", th["stale_history"])
+            if old:
+                stale_hits.append((e_new, j_new, old[0], old[1]))
+        if stale_hits:
+            e_new, j_new, e_old, j_old = max(stale_hits, key=lambda x: (x[1].confidence, x[3].confidence))
+            conf = min(j_new.confidence, j_old.confidence)
+            return Verdict(
+                **base, label="stale", confidence=round(conf, 4), tier=j_new.tier,
+                rationale=f"{e_new.source_id}: older version ({_d(e_old)}) supports ({j_old.rationale}); "
+                f"newest version ({_d(e_new)}) refutes ({j_new.rationale})",
+                gap_type="technical", gap_severity=_severity(claim, "stale"),
+                action="update to the newer value" if j_new.evidence_value else "rewrite from the newer source",
+                claim_value=j_new.claim_value, evidence_value=j_new.evidence_value,
+                evidence_sentence=e_new.sentence,
+            )  # fmt: skip
+        _, e, j = max(ref.values(), key=lambda v: (v[2].confidence, _date_key(v[1].source_date)))
+        correctable = j.evidence_value is not None
+        return Verdict(
+            **base, label="contradicted", confidence=round(j.confidence, 4), tier=j.tier,
+            rationale=f"{e.source_id}" + (f" ({e.source_date.isoformat()})" if e.source_date else "")
+            + f" refutes: {j.rationale}",
+            gap_type="technical" if correctable else "systemic",
+            gap_severity=_severity(claim, "contradicted"),
+            action=("correct from the evidence" if correctable else "human review")
+            if claim.risk != "high" else "human review",
+            claim_value=j.claim_value, evidence_value=j.evidence_value, evidence_sentence=e.sentence,
+        )  # fmt: skip
+
+    # nothing current takes a side
+    old_sup = [best(v, "supports", th["stale_history"]) for v in history.values()]
+    old_sup = [x for x in old_sup if x]
+    if old_sup:
+        e, j = old_sup[0]
+        return _uncertain(
+            claim, base,
+            f"only an older version ({e.source_id}, {_d(e)}) supports; the newest version no longer states it",
+            j.confidence, kind="revised", tier=j.tier,
+        )  # fmt: skip
+    top = max(pairs, key=lambda p: p[1].confidence if p[1].relation != "nei" else 0)
+    if top[1].relation == "nei":
+        return _uncertain(claim, base, "no evidence passage settles the claim", top[1].confidence,
+                          kind="not_relevant", tier=top[1].tier)  # fmt: skip
+    return _uncertain(
+        claim, base,
+        f"low confidence: best {top[1].relation} {top[1].confidence:.2f} ({top[1].rationale})",
+        top[1].confidence, kind="low_confidence", tier=top[1].tier,
+    )  # fmt: skip
+
+
+def _d(e: Evidence) -> str:
+    return e.source_date.isoformat() if e.source_date else "undated"
+
+
+def _severity(claim: Claim, label: str) -> str:
+    if claim.risk == "high":
+        return "high"
+    if label == "contradicted":
+        return "high" if claim.risk == "medium" else "medium"
+    if label == "stale":
+        return "medium"
+    return "medium" if claim.risk == "medium" else "low"
+
+
+_GAPS = {
+    # kind: (gap_type, action)
+    "no_evidence": ("systemic", "add a source"),
+    "not_relevant": ("technical", "retrieve deeper"),
+    "low_confidence": ("technical", "escalate to a stronger verifier"),
+    "disagree": ("systemic", "human review"),
+    "revised": ("technical", "retrieve deeper in the newest source version, else human review"),
+    "undated": ("systemic", "add a dated source"),
+}
+
+
+def _uncertain(claim: Claim, base: dict, rationale: str, confidence: float, kind: str, tier: str = "rules") -> Verdict:
+    gap_type, action = _GAPS[kind]
+    severity = _severity(claim, "uncertain")
+    if claim.type in UNDECIDABLE_TYPES:
+        gap_type, action = "undecidable", "human review (opinion or prediction; rephrase or mark as such)"
+    if kind == "disagree":
+        severity = "high" if claim.risk in ("high", "medium") else "medium"
+    if claim.risk == "high" and kind != "no_evidence":
+        action = "human review"
+    return Verdict(
+        **base, label="uncertain", confidence=round(max(0.0, min(1.0, confidence)), 4), tier=tier,
+        rationale=rationale, gap_type=gap_type, gap_severity=severity, action=action,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# document status and score
+# ---------------------------------------------------------------------------------------------
+
+STATUSES = ("VERIFIED", "PARTIAL", "CORRECTED", "UNCERTAIN", "FAILED", "HUMAN_REVIEW_REQUIRED")
+SCORE_WEIGHTS = {"claim_support": 0.4, "evidence_quality": 0.2, "contradiction": 0.25, "uncertainty_handling": 0.15}
+
+
+def document_status(claims: list[Claim], verdicts: list[Verdict]) -> tuple[str, float, dict[str, float]]:
+    """(status, score in [0, 1], components) for one document's claims and their verdicts.
+
+    * VERIFIED: every checked claim supported.
+    * CORRECTED: some claims stale/contradicted, each with a value the correction step can
+      apply, none high-risk; the rest supported.
+    * PARTIAL: supported plus some uncertain claims (at most half).
+    * UNCERTAIN: more than half of the checked claims uncertain.
+    * FAILED: at least half of the checked claims contradicted or stale.
+    * HUMAN_REVIEW_REQUIRED: a high-risk claim is not supported, or a contradiction cannot be
+      corrected automatically, or sources disagree on a high-severity claim.
+
+    Components: claim_support (share supported), evidence_quality (mean confidence of the
+    deciding judgement on supported/contradicted/stale claims), contradiction (1 - share
+    contradicted or stale), uncertainty_handling (share of non-supported verdicts that carry a
+    gap type and an action). Scores mean "supportable under the current trace", never truth.
+    """
+    by_id = {c.claim_id: c for c in claims}
+    checked = [v for v in verdicts if by_id.get(v.claim_id) is None or by_id[v.claim_id].checkworthy]
+    n = len(checked)
+    if n == 0:
+        comps = {"claim_support": 1.0, "evidence_quality": 1.0, "contradiction": 1.0, "uncertainty_handling": 1.0}
+        return "VERIFIED", 1.0, comps
+    counts = defaultdict(int)
+    for v in checked:
+        counts[v.label] += 1
+    decided = [v for v in checked if v.label in ("supported", "contradicted", "stale")]
+    non_sup = [v for v in checked if v.label != "supported"]
+    comps = {
+        "claim_support": counts["supported"] / n,
+        "evidence_quality": (sum(v.confidence for v in decided) / len(decided)) if decided else 0.0,
+        "contradiction": 1.0 - (counts["contradicted"] + counts["stale"]) / n,
+        "uncertainty_handling": (sum(1 for v in non_sup if v.gap_type and v.action) / len(non_sup)) if non_sup else 1.0,
+    }
+    comps = {k: round(v, 4) for k, v in comps.items()}
+    score = round(sum(SCORE_WEIGHTS[k] * comps[k] for k in SCORE_WEIGHTS), 4)
+
+    bad = [v for v in checked if v.label in ("contradicted", "stale")]
+
+    def risk(v):
+        c = by_id.get(v.claim_id)
+        return c.risk if c else "low"
+
+    if bad and len(bad) * 2 >= n:
+        status = "FAILED"
+    elif any(risk(v) == "high" and v.label != "supported" for v in checked) or any(
+        v.label == "contradicted" and not v.evidence_value for v in bad
+    ) or any(v.label == "uncertain" and v.gap_severity == "high" for v in checked):
+        status = "HUMAN_REVIEW_REQUIRED"
+    elif bad:
+        status = "CORRECTED"
+    elif counts["uncertain"] * 2 > n:
+        status = "UNCERTAIN"
+    elif counts["uncertain"]:
+        status = "PARTIAL"
+    else:
+        status = "VERIFIED"
+    return status, score, comps

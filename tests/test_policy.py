@@ -1,0 +1,132 @@
+"""Labelling policy over dated evidence, gaps and document status."""
+
+from datetime import date
+
+from kb.records import Claim, Evidence, Judgement, Verdict
+from kb.verify.policy import decide, document_status
+
+TODAY = date(2025, 6, 1)
+
+
+def claim(text="It requires Python 3.6.2+ to run.", **kw) -> Claim:
+    base = dict(claim_id="c1", doc_id="doc.md", version_id="v1", start=0, end=len(text), source_text=text, text=text)
+    base.update(kw)
+    return Claim(**base)
+
+
+def ev(source_id="getting_started.md", day=date(2025, 1, 28), sentence="", rank=1) -> Evidence:
+    return Evidence(
+        claim_id="c1", rank=rank, passage_id=f"{source_id}@{day}#{rank}", source_id=source_id,
+        source_version=f"{source_id}@{day}", source_date=day, authority=1.0, passage=sentence,
+        sentence=sentence, score_bm25=1.0, score_dense=0.5, score_fused=0.5,
+    )  # fmt: skip
+
+
+SUP = Judgement("supports", 0.99, "rules", "exact match")
+REF = Judgement("refutes", 0.93, "rules", "version: claim 3.6.2+ vs evidence 3.9+", "3.6.2+", "3.9+")
+NEI = Judgement("nei", 0.8, "model", "model: nei")
+OLD, NEW = date(2022, 1, 29), date(2025, 1, 28)
+
+
+def test_older_version_supports_newer_refutes_is_stale_with_newer_value():
+    e_old = ev(day=OLD, sentence="It requires Python 3.6.2+ to run.")
+    e_new = ev(day=NEW, sentence="It requires Python 3.9+ to run.", rank=2)
+    v = decide(claim(), [e_old, e_new], [SUP, REF], TODAY)
+    assert v.label == "stale"
+    assert (v.claim_value, v.evidence_value) == ("3.6.2+", "3.9+")
+    assert v.evidence_sentence == "It requires Python 3.9+ to run."
+    assert v.gap_type == "technical" and v.action == "update to the newer value"
+    assert v.evidence_ids == (e_old.evidence_id, e_new.evidence_id)
+
+
+def test_newest_version_supports_is_supported_even_if_older_refuted():
+    v = decide(claim(), [ev(day=OLD), ev(day=NEW, rank=2)], [REF, SUP], TODAY)
+    assert v.label == "supported" and v.gap_type is None
+
+
+def test_refuted_without_temporal_explanation_is_contradicted():
+    v = decide(claim(), [ev(day=NEW)], [REF], TODAY)
+    assert v.label == "contradicted"
+    assert v.evidence_value == "3.9+" and v.gap_type == "technical"
+    # both versions refute: still contradicted (the claim was never true)
+    v = decide(claim(), [ev(day=OLD), ev(day=NEW, rank=2)], [REF, REF], TODAY)
+    assert v.label == "contradicted"
+
+
+def test_older_support_from_another_source_does_not_make_stale():
+    v = decide(claim(), [ev("other.md", day=OLD), ev(day=NEW, rank=2)], [SUP, REF], TODAY)
+    assert v.label == "uncertain" and "disagree" in v.rationale  # two current sources disagree
+
+
+def test_sources_that_disagree_give_uncertain():
+    v = decide(claim(), [ev("a.md"), ev("b.md", rank=2)], [Judgement("supports", 0.9, "model", "m"), REF], TODAY)
+    assert v.label == "uncertain"
+    assert v.gap_type == "systemic" and v.action == "human review"
+
+
+def test_strong_support_beats_weak_refutation():
+    weak = Judgement("refutes", 0.7, "rules", "term: claim tags vs evidence labels", "tags", "labels")
+    v = decide(claim(), [ev("a.md"), ev("b.md", rank=2)], [SUP, weak], TODAY)
+    assert v.label == "supported"
+
+
+def test_no_evidence_and_irrelevant_evidence_are_uncertain_with_gaps():
+    v = decide(claim(), [], [], TODAY)
+    assert v.label == "uncertain" and v.gap_type == "systemic" and v.action == "add a source"
+    v = decide(claim(), [ev()], [NEI], TODAY)
+    assert v.label == "uncertain" and v.gap_type == "technical" and v.action == "retrieve deeper"
+    low = Judgement("supports", 0.3, "model", "model: supports (p=0.30)")
+    v = decide(claim(), [ev()], [low], TODAY)
+    assert v.label == "uncertain" and "low confidence" in v.rationale
+
+
+def test_only_old_version_supports_newest_silent_is_uncertain():
+    v = decide(claim(), [ev(day=OLD), ev(day=NEW, rank=2)], [SUP, NEI], TODAY)
+    assert v.label == "uncertain" and "older version" in v.rationale
+
+
+def test_freshness_window_for_time_sensitive_claims():
+    c = claim("The latest release is 25.1.", time_sensitive=True, freshness_days=90)
+    v = decide(c, [ev(day=date(2025, 1, 28))], [SUP], TODAY)
+    assert v.label == "stale" and "window 90 days" in v.rationale and v.gap_type == "systemic"
+    v = decide(c, [ev(day=date(2025, 5, 1))], [SUP], TODAY)
+    assert v.label == "supported"
+    # the explicit argument overrides the claim's window
+    v = decide(c, [ev(day=date(2025, 1, 28))], [SUP], TODAY, freshness_days=365)
+    assert v.label == "supported"
+    # a claim that is not time-sensitive never goes stale by age
+    v = decide(claim(), [ev(day=date(2001, 1, 1))], [SUP], TODAY)
+    assert v.label == "supported"
+
+
+def test_gap_severity_follows_risk_and_undecidable_types():
+    v = decide(claim(risk="high"), [ev()], [REF], TODAY)
+    assert v.gap_severity == "high" and v.action == "human review"
+    v = decide(claim(type="speculative"), [ev()], [NEI], TODAY)
+    assert v.label == "uncertain" and v.gap_type == "undecidable"
+
+
+def _v(cid, label, conf=0.9, value="x", **kw):
+    return Verdict(claim_id=cid, label=label, confidence=conf, tier="rules", rationale="r", evidence_value=value,
+                   gap_type=None if label == "supported" else "technical",
+                   action=None if label == "supported" else "a", **kw)  # fmt: skip
+
+
+def test_document_status():
+    cs = [claim(claim_id=f"c{i}") for i in range(4)]
+    st, score, comps = document_status(cs, [_v(f"c{i}", "supported") for i in range(4)])
+    assert st == "VERIFIED" and score > 0.9 and comps["claim_support"] == 1.0
+    st, _, _ = document_status(cs, [_v("c0", "uncertain")] + [_v(f"c{i}", "supported") for i in range(1, 4)])
+    assert st == "PARTIAL"
+    st, _, _ = document_status(cs, [_v(f"c{i}", "uncertain") for i in range(3)] + [_v("c3", "supported")])
+    assert st == "UNCERTAIN"
+    st, _, comps = document_status(cs, [_v("c0", "stale")] + [_v(f"c{i}", "supported") for i in range(1, 4)])
+    assert st == "CORRECTED" and comps["contradiction"] == 0.75
+    st, _, _ = document_status(cs, [_v("c0", "contradicted", value=None)] + [_v(f"c{i}", "supported") for i in range(1, 4)])
+    assert st == "HUMAN_REVIEW_REQUIRED"
+    st, score, comps = document_status(cs, [_v(f"c{i}", "contradicted") for i in range(3)] + [_v("c3", "supported")])
+    assert st == "FAILED" and score < 0.6
+    assert set(comps) == {"claim_support", "evidence_quality", "contradiction", "uncertainty_handling"}
+    risky = [claim(claim_id="c0", risk="high")] + cs[1:]
+    st, _, _ = document_status(risky, [_v("c0", "stale")] + [_v(f"c{i}", "supported") for i in range(1, 4)])
+    assert st == "HUMAN_REVIEW_REQUIRED"

@@ -1,0 +1,100 @@
+"""Rules tier: slot conflicts of each kind, supports, and undecided cases."""
+
+import pytest
+
+from kb.verify.rules import judge_rules
+from kb.verify.slots import extract, quantity_relation
+
+REFUTES = [
+    # (claim, evidence, claim_value, evidence_value, slot kind in the rationale)
+    ("Westlife made under 23.5 million sales in the UK.",
+     "According to the BPI, Westlife has been certified for 13 million albums, 1.3 million video albums, "
+     "and 9.8 million singles, with a total of more than 24 million combined sales in the UK.",
+     "under 23.5 million", "more than 24 million", "number"),
+    ("It requires Python 3.6.2+ to run.", "It requires Python 3.9+ to run.", "3.6.2+", "3.9+", "version"),
+    ("Node >=14.18.0 is required.", "Node 18+ is required.", ">=14.18.0", "18+", "version"),
+    ("Helm version 3.x is installed", "Helm version 3.9+ is installed", "3.x", "3.9+", "version"),
+    ("Optional, Default=0s", "Optional, Default=60s", "default=0s", "default=60s", "setting"),
+    ("Logs are kept for 30 days.", "Logs are kept for 90 days.", "30 days", "90 days", "duration"),
+    ("The unemployment rate was 5% in 2019.", "The unemployment rate was 7% in 2019.", "5 %", "7 %", "percent"),
+    ("The album was released on 5 May 2019.", "The album was released on 7 May 2019 by Sony.",
+     "5 May 2019", "7 May 2019", "date"),
+    ("The bridge opened in 1932.", "The bridge opened in 1937 after five years of work.", "1932", "1937", "year"),
+    ("The DNS provider supports A, AAAA and SRV records.",
+     "The DNS provider supports A, AAAA, SRV, MX and NS records.",
+     "A, AAAA and SRV", "A, AAAA, SRV, MX and NS", "enumeration"),
+    ("Alternative logging levels are DEBUG, PANIC, FATAL, ERROR, WARN, and INFO.",
+     "Alternative logging levels are TRACE, DEBUG, INFO, WARN, ERROR, FATAL, and PANIC.",
+     "DEBUG, PANIC, FATAL, ERROR, WARN, and INFO", "TRACE, DEBUG, INFO, WARN, ERROR, FATAL, and PANIC", "enumeration"),
+    ("Use --line-length to set the width.", "Use --max-line-length to set the width.",
+     "--line-length", "--max-line-length", "identifier"),
+    ("The file is read from /etc/traefik/traefik.yml.", "The file is read from /etc/traefik/traefik.toml.",
+     "/etc/traefik/traefik.yml", "/etc/traefik/traefik.toml", "identifier"),
+    ("Barack Obama was born in Kenya.", "Barack Obama was born in Hawaii.", "Kenya", "Hawaii", "entity"),
+    ("The response body is larger than 1400 bytes.", "The response body is smaller than 1024 bytes.",
+     "larger than 1400 bytes", "smaller than 1024 bytes", "size"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("claim,evidence,cv,ev,kind", REFUTES)
+def test_slot_conflicts_refute_and_name_the_slot(claim, evidence, cv, ev, kind):
+    j = judge_rules(claim, evidence)
+    assert j is not None and j.relation == "refutes", j
+    assert j.tier == "rules"
+    assert j.claim_value == cv and j.evidence_value == ev
+    assert j.rationale.startswith(kind + ":"), j.rationale
+    assert f"claim {cv} vs evidence {ev}" in j.rationale
+    assert 0.5 < j.confidence < 1.0
+
+
+def test_negation_flip_refutes():
+    j = judge_rules("The service is enabled by default.", "The service is not enabled by default.")
+    assert j.relation == "refutes" and j.rationale.startswith("negation")
+
+
+@pytest.mark.parametrize(
+    "claim,evidence",
+    [
+        ("Traefik supports 1.14+ Kubernetes clusters.", "Traefik supports 1.14+ Kubernetes clusters."),
+        ("Black can be installed by running `pip install black`.", "Black can be installed by running pip install black."),
+        ("Westlife sold more than 23.5 million records in the UK.",
+         "Westlife sold more than 24 million records in the UK."),
+        ("The film was released in 1997.", "Soul Food is a 1997 American film released by Fox 2000 Pictures."),
+        ("Logs are kept for 30 days.", "By default, logs are kept for 30 days before rotation."),
+    ],
+)
+def test_supports(claim, evidence):
+    j = judge_rules(claim, evidence)
+    assert j is not None and j.relation == "supports", j
+
+
+@pytest.mark.parametrize(
+    "claim,evidence",
+    [
+        ("Apples are red.", "The stock market fell sharply on Monday."),  # not about the same thing
+        # "under 23.5 million" vs "more than 23 million": the intervals overlap, undecidable
+        ("Westlife made under 23.5 million sales in the UK.",
+         "Westlife has a total of more than 23 million combined sales in the UK."),
+    ],
+)
+def test_undecided_returns_none(claim, evidence):
+    assert judge_rules(claim, evidence) is None
+
+
+def test_interval_logic():
+    a = extract("under 23.5 million sales").quantities[0]
+    b = extract("more than 24 million sales").quantities[0]
+    c = extract("more than 23 million sales").quantities[0]
+    d = extract("about 20 million sales").quantities[0]
+    assert quantity_relation(a, b) == "refutes"
+    assert quantity_relation(a, c) == "nei"
+    assert quantity_relation(a, d) == "supports"
+
+
+def test_versions_and_ranges():
+    def q(s):
+        return extract(s).quantities[0]
+
+    assert quantity_relation(q("Python 3.6.2+"), q("Python 3.9+")) == "refutes"
+    assert quantity_relation(q("Node >=14.18.0"), q("Node 14.18+")) == "supports"
+    assert quantity_relation(q("Python 3.6-3.10"), q("Python 3.6 - 3.10")) == "supports"
