@@ -19,7 +19,11 @@ from dataclasses import dataclass, field
 
 from kb.records import Block, Claim, Document, content_hash
 
-__all__ = ["ClaimSettings", "split_claims", "split_sentences", "classify"]
+__all__ = ["ClaimLimitError", "ClaimSettings", "split_claims", "split_sentences", "classify"]
+
+
+class ClaimLimitError(ValueError):
+    """A document yields more claims than ``ClaimSettings.max_claims_per_doc``."""
 
 
 @dataclass
@@ -41,7 +45,9 @@ class ClaimSettings:
     time_sensitive_days: int = 90  # a time-sensitive claim's window is at most this
     min_words: int = 3  # shorter units without a number or a lead-in are fragments
     split_coordination: bool = True
-    max_claims_per_doc: int = 50_000  # a safety valve for huge documents
+    # a safety valve for huge documents (~5,000 claims/s): beyond it split_claims raises
+    # ClaimLimitError (an ingest_errors row) rather than silently truncating
+    max_claims_per_doc: int = 200_000
     high_risk_words: tuple[str, ...] = ()  # extra domain words that make a claim high risk
 
 
@@ -804,6 +810,9 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
                     section=section,
                 )
             )
-            if len(claims) >= settings.max_claims_per_doc:
-                return claims
+            if len(claims) > settings.max_claims_per_doc:
+                raise ClaimLimitError(
+                    f"more than {settings.max_claims_per_doc} claims in one document; split the document "
+                    "or raise ClaimSettings.max_claims_per_doc"
+                )
     return claims

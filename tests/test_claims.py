@@ -202,3 +202,10 @@ def test_pathological_input_is_linear(text):
     for c in claims:
         assert 0 <= c.start <= c.end <= len(doc.text)
     assert all(len(c.text) <= 2000 or not c.checkworthy for c in claims)
+
+
+def test_claim_limit_is_an_error_not_a_silent_truncation():
+    from kb.claims import ClaimLimitError
+
+    with pytest.raises(ClaimLimitError, match="more than 10 claims"):
+        claims_of("The API is fast. " * 20, settings=ClaimSettings(max_claims_per_doc=10))
