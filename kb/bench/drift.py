@@ -1,0 +1,219 @@
+"""Documentation drift: stale recall and false alarms on real releases (docsdrift).
+
+``kbaudit bench drift --data ../shared/data/docsdrift [--depth D1] [--json OUT]``
+
+For each project folder under ``--data`` (``traefik``, ``black``...), the whole pipeline
+(:func:`kb.pipeline.audit_in_memory`) audits ``kb/`` against ``sources/`` (the new release) and
+``sources_old/`` (the old release, older dates). Only then is ``gold.jsonl`` read, to score:
+each gold sentence is matched to the claims split from it (same page, overlapping line, best
+text similarity), and
+
+- ``drift_stale_recall``: share of gold ``stale`` sentences with a claim labelled stale or
+  contradicted (the README counts contradicted on a stale item as a hit);
+- ``drift_false_alarm_rate``: share of gold ``supported`` sentences with a claim labelled stale
+  or contradicted;
+- ``drift_stale_precision``: share of flagged (stale or contradicted) gold-labelled sentences
+  that are gold stale; ``drift_uncertain_flagged``: share of gold ``uncertain`` sentences
+  flagged (informational: gold says the new pages no longer state them);
+- ``drift_unmatched``: gold sentences with no claim (they count as misses / non-alarms);
+
+per project (``<project>_drift_...``) and overall. ``_build/`` is never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+from rapidfuzz import fuzz
+
+from kb.verify.slots import canonical
+
+log = logging.getLogger("kbaudit.bench.drift")
+FLAGGED = ("stale", "contradicted")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", required=True, help="the docsdrift folder (one sub-folder per project)")
+    parser.add_argument("--depth", default="D1", help="verification depth (default D1: rules + model; D0: rules only)")
+    parser.add_argument("--projects", default=None, help="comma-separated project names (default: all)")
+    parser.add_argument("--today", default=None, help="audit date (default: the newest source date of each project)")
+    parser.add_argument("--cache-dir", default=None, help="stage cache folder reused across runs (default: a fresh one)")
+    parser.add_argument("--dump", default=None, help="write every scored gold sentence with its claims' labels here (JSONL)")
+
+
+def _newest_source_date(folder: Path) -> date | None:
+    from kb.parse import read_front_matter
+
+    best = None
+    for p in folder.glob("*.md"):
+        try:
+            meta, _ = read_front_matter(p.read_text(encoding="utf-8", errors="replace"))
+        except Exception:
+            continue
+        d = meta.get("updated") or meta.get("date")
+        if isinstance(d, str):
+            try:
+                d = date.fromisoformat(d[:10])
+            except ValueError:
+                d = None
+        if isinstance(d, date) and (best is None or d > best):
+            best = d
+    return best
+
+
+def audit_project(project: Path, depth: str, today: date | None, cache_dir: Path | None):
+    """Run the pipeline on one project. Reads only kb/, sources/ and sources_old/."""
+    from kb.config import Settings
+    from kb.pipeline import audit_in_memory
+
+    sources = [project / "sources", project / "sources_old"]
+    settings = Settings(docs=project / "kb", sources=[s for s in sources if s.exists()], depth=depth,
+                        today=today or _newest_source_date(project / "sources"), full=True)  # fmt: skip
+    settings.validate()
+    return audit_in_memory(settings, cache_dir=cache_dir)
+
+
+def _claim_lines(result) -> dict[str, list[tuple[int, int, object, str]]]:
+    """doc_id -> [(first line, last line, claim, label)] for every claim with a verdict."""
+    docs = {d.doc_id: d for d in result.documents}
+    label = {v.claim_id: v.label for v in result.verdicts}
+    out: dict[str, list] = {}
+    for c in result.claims:
+        d = docs.get(c.doc_id)
+        if d is None:
+            continue
+        a = d.text.count("\n", 0, c.start) + 1
+        b = d.text.count("\n", 0, max(c.start, c.end - 1)) + 1
+        out.setdefault(c.doc_id, []).append((a, b, c, label.get(c.claim_id, "unchecked")))
+    return out
+
+
+def match_gold(gold: dict, claims_by_doc: dict) -> list[tuple[object, str]]:
+    """The claims split from one gold sentence (with their labels)."""
+    doc = gold["doc"]
+    cands = claims_by_doc.get(doc) or claims_by_doc.get(Path(doc).name) or []
+    target = canonical(gold["old_text"])
+    line = int(gold.get("line") or 0)
+
+    def sim(c) -> float:
+        return fuzz.partial_ratio(canonical(c.source_text), target) / 100.0
+
+    on_line = [(c, lab) for a, b, c, lab in cands if a <= line <= b or a <= line + 1 <= b]
+    hits = [(c, lab) for c, lab in on_line if sim(c) >= 0.6]
+    if hits:
+        return hits
+    scored = sorted(((sim(c), c, lab) for _, _, c, lab in cands), key=lambda x: -x[0])
+    if scored and scored[0][0] >= 0.85:
+        top = scored[0][0]
+        return [(c, lab) for s, c, lab in scored if s >= top - 0.02 and abs(_line_of(c, cands) - line) <= 40]
+    return []
+
+
+def _line_of(claim, cands) -> int:
+    for a, _, c, _ in cands:
+        if c is claim:
+            return a
+    return 0
+
+
+def score_project(gold_rows: list[dict], result) -> tuple[dict[str, float], list[dict]]:
+    by_doc = _claim_lines(result)
+    counts = {"stale": 0, "stale_hit": 0, "supported": 0, "false_alarm": 0, "uncertain": 0,
+              "uncertain_flagged": 0, "unmatched": 0}  # fmt: skip
+    dump = []
+    for g in gold_rows:
+        matched = match_gold(g, by_doc)
+        labels = [lab for _, lab in matched]
+        flagged = any(lab in FLAGGED for lab in labels)
+        gl = g["label"]
+        if not matched:
+            counts["unmatched"] += 1
+        if gl == "stale":
+            counts["stale"] += 1
+            counts["stale_hit"] += flagged
+        elif gl == "supported":
+            counts["supported"] += 1
+            counts["false_alarm"] += flagged
+        elif gl == "uncertain":
+            counts["uncertain"] += 1
+            counts["uncertain_flagged"] += flagged
+        dump.append({"id": g.get("id"), "doc": g["doc"], "line": g.get("line"), "gold": gl,
+                     "old_text": g["old_text"], "new_text": g.get("new_text"),
+                     "claims": [{"text": c.text, "label": lab} for c, lab in matched]})  # fmt: skip
+    flagged_total = counts["stale_hit"] + counts["false_alarm"] + counts["uncertain_flagged"]
+    metrics = {
+        "drift_stale_recall": counts["stale_hit"] / max(1, counts["stale"]),
+        "drift_false_alarm_rate": counts["false_alarm"] / max(1, counts["supported"]),
+        "drift_stale_precision": counts["stale_hit"] / flagged_total if flagged_total else 0.0,
+        "drift_uncertain_flagged": counts["uncertain_flagged"] / max(1, counts["uncertain"]),
+        "drift_unmatched": float(counts["unmatched"]),
+        "drift_stale": float(counts["stale"]),
+        "drift_supported": float(counts["supported"]),
+    }
+    return metrics, dump
+
+
+def _read_gold(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def run(args: argparse.Namespace) -> dict[str, float]:
+    data = Path(args.data)
+    projects = sorted(p for p in data.iterdir() if p.is_dir() and (p / "kb").is_dir() and not p.name.startswith("_"))
+    if getattr(args, "projects", None):
+        wanted = set(args.projects.split(","))
+        projects = [p for p in projects if p.name in wanted]
+    today = date.fromisoformat(args.today) if getattr(args, "today", None) else None
+    tmp = None
+    cache_root = getattr(args, "cache_dir", None)
+    if cache_root is None:
+        tmp = tempfile.TemporaryDirectory(prefix="kbaudit-drift-")
+        cache_root = tmp.name
+    metrics: dict[str, float] = {}
+    totals = {"stale": 0.0, "stale_hit": 0.0, "supported": 0.0, "false_alarm": 0.0, "flagged": 0.0,
+              "uncertain": 0.0, "uncertain_flagged": 0.0, "unmatched": 0.0}  # fmt: skip
+    dumps = []
+    try:
+        for project in projects:
+            t0 = time.perf_counter()
+            result = audit_project(project, args.depth, today, Path(cache_root) / project.name)
+            audit_s = time.perf_counter() - t0
+            # scoring only: gold is read after the audit is complete
+            gold_rows = _read_gold(project / "gold.jsonl")
+            m, dump = score_project(gold_rows, result)
+            dumps.extend(dict(d, project=project.name) for d in dump)
+            for k, v in m.items():
+                metrics[f"{project.name}_{k}"] = v
+            metrics[f"{project.name}_audit_s"] = audit_s
+            metrics[f"{project.name}_claims"] = float(len(result.claims))
+            log.info("%s: %d claims in %.1fs; %s", project.name, len(result.claims), audit_s,
+                     {k: round(v, 3) for k, v in m.items()})  # fmt: skip
+            totals["stale"] += m["drift_stale"]
+            totals["stale_hit"] += m["drift_stale_recall"] * m["drift_stale"]
+            totals["supported"] += m["drift_supported"]
+            totals["false_alarm"] += m["drift_false_alarm_rate"] * m["drift_supported"]
+            n_unc = sum(1 for g in gold_rows if g["label"] == "uncertain")
+            totals["uncertain"] += n_unc
+            totals["uncertain_flagged"] += m["drift_uncertain_flagged"] * n_unc
+            totals["unmatched"] += m["drift_unmatched"]
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    flagged = totals["stale_hit"] + totals["false_alarm"] + totals["uncertain_flagged"]
+    metrics["drift_stale_recall"] = totals["stale_hit"] / max(1.0, totals["stale"])
+    metrics["drift_false_alarm_rate"] = totals["false_alarm"] / max(1.0, totals["supported"])
+    metrics["drift_stale_precision"] = totals["stale_hit"] / flagged if flagged else 0.0
+    metrics["drift_uncertain_flagged"] = totals["uncertain_flagged"] / max(1.0, totals["uncertain"])
+    metrics["drift_unmatched"] = totals["unmatched"]
+    if getattr(args, "dump", None):
+        with open(args.dump, "w", encoding="utf-8") as fh:
+            for d in dumps:
+                fh.write(json.dumps(d, ensure_ascii=False) + "\n")
+    return {k: round(v, 4) for k, v in metrics.items()}
