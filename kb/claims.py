@@ -559,7 +559,10 @@ def classify(text: str, is_policy: bool = False) -> tuple[str, bool, str, tuple[
 def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings) -> tuple[bool, str]:
     stripped = text.strip()
     if block.kind == "heading":
-        return False, "heading"
+        # a heading is structure unless it makes a statement ("Version 1 was retired in 2023")
+        words = stripped.split()
+        if len(words) < 4 or _QUESTION.search(stripped) or _first_verb_index(words) <= 0:
+            return False, "heading"
     if not stripped:
         return False, "empty"
     if _QUESTION.search(stripped):
@@ -767,7 +770,7 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
                 checkworthy, reason = False, f"too long to be one claim ({len(text)} characters)"
             else:
                 checkworthy, reason = _checkworthy(text, block, unit, settings)
-            if block.kind == "heading":
+            if block.kind == "heading" and not checkworthy:
                 ctype, ts, risk, hints = "factual", False, "low", ()
             else:
                 ctype, ts, risk, hints = classify(text[:_MAX_CLAIM_CHARS], is_policy)

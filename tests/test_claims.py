@@ -209,3 +209,12 @@ def test_claim_limit_is_an_error_not_a_silent_truncation():
 
     with pytest.raises(ClaimLimitError, match="more than 10 claims"):
         claims_of("The API is fast. " * 20, settings=ClaimSettings(max_claims_per_doc=10))
+
+
+def test_headings_are_checkworthy_only_when_they_state_something():
+    _, claims = claims_of("# Payments API\n\n## Version 1 was retired in 2023\n\n## What does it do?\n")
+    assert [(c.text, c.checkworthy, c.type) for c in claims] == [
+        ("Payments API", False, "factual"),
+        ("Version 1 was retired in 2023", True, "temporal"),
+        ("What does it do?", False, "factual"),
+    ]

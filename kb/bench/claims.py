@@ -45,8 +45,9 @@ def predict(fixture_dir: Path) -> list[dict]:
         if path.suffix == ".jsonl" or not path.is_file():
             continue
         doc = parse_document(path.read_bytes(), path.name, str(path))
+        headings = {(b.start, b.end) for b in doc.blocks if b.kind == "heading"}
         for c in split_claims(doc):
-            if c.reason == "heading":
+            if (c.start, c.end) in headings:
                 continue
             rows.append(
                 {
