@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections import Counter
 
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -11,8 +12,10 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from kb.config import Settings
 from kb.log import logger
 from kb.pipeline import AuditResult, Caches
+from kb.review import rejected_proposals, writable_root
 from kb.store import Store, new_run_id
 from tasks.stages import (
+    apply_task,
     correct_task,
     ingest_task,
     retrieve_task,
@@ -37,6 +40,8 @@ def audit(settings: Settings | dict, run_id: str | None = None) -> dict:
     if isinstance(settings, dict):
         settings = Settings.from_public_dict(settings)
     settings.validate()
+    if settings.apply:
+        writable_root(settings.docs_root)  # fail before any work if the KB may not be written
     store = Store(settings.out)
     store.lock()
     try:
@@ -75,13 +80,18 @@ def audit(settings: Settings | dict, run_id: str | None = None) -> dict:
         result.redo_reasons = _redo_reasons(result.verdicts, previous_claims, settings.full)
         logger.info("[4/6] verify: %s; reused %d verdicts, redone: %s", result.label_counts(),
                     sum(v.reused for v in result.verdicts), result.redo_reasons or "none")
-        result.edits = correct_task(result.documents, result.claims, result.verdicts)
+        suppressed = rejected_proposals(store) if store.run_ids() else {}
+        result.edits = correct_task(result.documents, result.claims, result.verdicts, result.evidence, settings, suppressed)
         result.doc_status = status_task(result.documents, result.claims, result.verdicts)
-        logger.info("[5/6] corrections: %d edits drafted", len(result.edits))
+        counts = Counter(e.status for e in result.edits)
+        logger.info("[5/6] corrections: %s", dict(counts) or "none needed")
 
         result.seconds = time.perf_counter() - clock
         row = write_task(store, run_id, result, settings, started_at)
         logger.info("[6/6] store: run %s written to %s", run_id, settings.out)
+        if settings.apply:
+            outcomes = apply_task(store, settings.docs_root)
+            logger.info("applied edits: %s", dict(Counter(o.status for o in outcomes)) or "none accepted")
         _publish_artifacts(run_id, row)
         return {"run_id": run_id, **{k: v for k, v in row.items() if k not in ("started_at", "finished_at", "config")}}
     finally:

@@ -13,7 +13,7 @@ import logging
 import sys
 from pathlib import Path
 
-from flows.env import prepare_environment
+from flows.env import QUIET_LOGGERS, prepare_environment
 from flows.output import format_summary, print_json
 from kb.config import ConfigError
 
@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(message)s",
         datefmt="%H:%M:%S",
     )
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
     from kb.store import StoreError
 
     try:

@@ -15,7 +15,11 @@ DEFAULTS = {
     # A loaded machine is slow to start Prefect's ephemeral server.
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
     "PREFECT_LOGGING_EXTRA_LOGGERS": "kbaudit",
+    # Task-state chatter and HTTP calls to the local API drown the progress lines.
+    "PREFECT_LOGGING_LEVEL": "WARNING",
 }
+
+QUIET_LOGGERS = ("httpx", "httpcore", "bm25s", "sentence_transformers", "transformers")
 
 
 def prepare_environment() -> None:

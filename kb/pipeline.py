@@ -24,6 +24,10 @@ from kb.ingest import ingest
 from kb.log import logger
 from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, SourceDoc, Verdict
 from kb.store import Store
+from kb.versions import run_tables
+
+# Edit statuses that reach a reviewer or a new version (dropped and suppressed drafts do not).
+PROPOSED = ("auto", "queued", "needs_rewrite")
 
 # D2 and deeper widen retrieval (DESIGN.md, "Routing by depth").
 TOP_K_BY_DEPTH = {"D0": 1, "D1": 1, "D2": 10, "D3": 10, "D4": 10, "D5": 10}
@@ -245,6 +249,18 @@ def verify_stage(
     return [dataclasses.replace(v, reused=i not in computed) for i, v in enumerate(results)]
 
 
+def correct_stage(
+    documents: list[Document],
+    claims: list[Claim],
+    verdicts: list[Verdict],
+    evidence: dict[str, list[Evidence]],
+    settings: Settings,
+    suppressed: dict[str, str] | None = None,
+) -> list[Edit]:
+    """Draft, re-verify and risk-rate one edit per contradicted or stale claim (kb.correct)."""
+    return draft_edits(documents, claims, verdicts, evidence, settings=settings, today=settings.run_date, suppressed=suppressed)
+
+
 def status_stage(documents: list[Document], claims: list[Claim], verdicts: list[Verdict]) -> dict[str, tuple[str, float, dict]]:
     from kb.verify.policy import document_status
 
@@ -273,7 +289,7 @@ def audit_in_memory(settings: Settings, cache_dir: Path | None = None) -> AuditR
     result.errors += split_errors + source_errors
     result.evidence, _ = retrieve_stage(sources, result.claims, settings, caches, cache_dir)
     result.verdicts = verify_stage(result.claims, result.evidence, settings, caches)
-    result.edits = draft_edits(result.documents, result.claims, result.verdicts)
+    result.edits = correct_stage(result.documents, result.claims, result.verdicts, result.evidence, settings)
     result.doc_status = status_stage(result.documents, result.claims, result.verdicts)
     result.seconds = time.perf_counter() - started
     return result
@@ -322,7 +338,7 @@ def runs_row(result: AuditResult, settings: Settings, started_at: dt.datetime, s
         "redo_reasons": json.dumps(result.redo_reasons, sort_keys=True),
         "escalated": 0,
         "ingest_errors": len(result.errors),
-        "edits": len(result.edits),
+        "edits": sum(1 for e in result.edits if e.status in PROPOSED),
         "calls": 0,
         "tokens": 0,
         "seconds": result.seconds,
@@ -342,6 +358,8 @@ def write_run(store: Store, run_id: str, result: AuditResult, settings: Settings
     store.write_table(run_id, "evidence", evidence_rows)
     store.write_table(run_id, "verdicts", result.verdicts)
     store.write_table(run_id, "edits", result.edits)
+    for table, rows in run_tables(result.documents, result.claims, result.verdicts, result.edits).items():
+        store.write_table(run_id, table, rows)
     store.write_table(run_id, "receipts", result.receipts)
     row = runs_row(result, settings, started_at)
     store.commit_run(run_id, row)

@@ -9,7 +9,6 @@ from prefect.cache_policies import NO_CACHE
 
 from kb import pipeline
 from kb.config import Settings
-from kb.correct import draft_edits
 from kb.records import Claim, Document, Evidence, Verdict
 
 
@@ -41,8 +40,15 @@ def verify_task(claims: list[Claim], evidence: dict[str, list[Evidence]], settin
 
 
 @task(name="correct", cache_policy=NO_CACHE)
-def correct_task(documents: list[Document], claims: list[Claim], verdicts: list[Verdict]):
-    return draft_edits(documents, claims, verdicts)
+def correct_task(documents: list[Document], claims: list[Claim], verdicts: list[Verdict], evidence, settings: Settings, suppressed):
+    return pipeline.correct_stage(documents, claims, verdicts, evidence, settings, suppressed)
+
+
+@task(name="apply-edits", cache_policy=NO_CACHE)
+def apply_task(store, docs_root: Path):
+    from kb.review import apply_edits
+
+    return apply_edits(store, docs_root, actor="kbaudit run --apply")
 
 
 @task(name="document-status", cache_policy=NO_CACHE)
