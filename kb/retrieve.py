@@ -33,38 +33,9 @@ from scipy import sparse
 
 from kb.records import Claim, Evidence, Passage, SourceDoc, content_hash
 
-# ---------------------------------------------------------------- sentences
-
-_ABBREV = {
-    "e.g", "i.e", "etc", "vs", "fig", "figs", "al", "dr", "mr", "mrs", "ms", "no", "nos", "approx", "ca",
-    "cf", "st", "inc", "ltd", "jr", "sr", "u.s", "u.k", "eq", "ref", "refs", "vol", "pp", "resp", "e.v",
-}
-_BOUNDARY = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s+[\"'“‘(\[]?[A-Z0-9])|\n\s*\n")
-_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)\.$")
-
-
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Sentence spans ``(start, end)`` in ``text``, whitespace trimmed, abbreviations respected."""
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for m in _BOUNDARY.finditer(text):
-        end = m.end()
-        if m.group().startswith("."):
-            w = _WORD_BEFORE.search(text, max(0, m.start() - 12), m.start() + 1)
-            if w and (w.group(1).lower() in _ABBREV or len(w.group(1)) == 1):
-                continue
-        spans.append((start, end))
-        start = end
-    spans.append((start, len(text)))
-    out = []
-    for a, b in spans:
-        seg = text[a:b]
-        lead = len(seg) - len(seg.lstrip())
-        a2, b2 = a + lead, a + len(seg.rstrip())
-        if b2 > a2:
-            out.append((a2, b2))
-    return out
-
+# Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
+# passages are cut the same way.
+from kb.claims import split_sentences  # noqa: E402
 
 # ---------------------------------------------------------------- tokens (BM25, alignment)
 
@@ -122,43 +93,75 @@ def _sentences_of(source: SourceDoc) -> list[_Span]:
     return out
 
 
+def windows(n: int, window: int, stride: int) -> list[tuple[int, int]]:
+    """``[start, end)`` sentence ranges of the windows over ``n`` sentences (the last one flush)."""
+    if n <= 0:
+        return []
+    starts = list(range(0, max(1, n - window + 1), stride))
+    if starts[-1] + window < n:
+        starts.append(n - window)
+    return [(i, min(n, i + window)) for i in starts]
+
+
+def _passage(source: SourceDoc, group: list[_Span]) -> Passage:
+    start, end = group[0].start, group[-1].end
+    return Passage(
+        passage_id=content_hash(f"{source.source_version}:{start}:{end}"),
+        source_id=source.source_id,
+        source_version=source.source_version,
+        source_date=source.source_date,
+        authority=source.authority,
+        start=start,
+        end=end,
+        text=" ".join(s.text for s in group),
+        title=source.title,
+    )
+
+
 def build_passages(source: SourceDoc, window: int = 3, stride: int = 2) -> list[tuple[Passage, list[_Span]]]:
     """Sentence windows of one source version, each with the sentences it is made of."""
     sents = _sentences_of(source)
-    if not sents:
-        return []
-    out = []
-    starts = list(range(0, max(1, len(sents) - window + 1), stride))
-    if starts[-1] + window < len(sents):
-        starts.append(len(sents) - window)
-    for i in starts:
-        group = sents[i : i + window]
-        start, end = group[0].start, group[-1].end
-        pid = content_hash(f"{source.source_version}:{start}:{end}")
-        text = " ".join(s.text for s in group)
-        out.append(
-            (
-                Passage(
-                    passage_id=pid,
-                    source_id=source.source_id,
-                    source_version=source.source_version,
-                    source_date=source.source_date,
-                    authority=source.authority,
-                    start=start,
-                    end=end,
-                    text=text,
-                    title=source.title,
-                ),
-                group,
-            )
-        )
-    return out
+    return [(_passage(source, sents[i:j]), sents[i:j]) for i, j in windows(len(sents), window, stride)]
 
 
 # ---------------------------------------------------------------- retriever
 
 
+class _BM25:
+    """A bm25s index exposed as a terms x items sparse matrix, for batch scoring."""
+
+    def __init__(self, token_lists: list[list[str]], k1: float, b: float):
+        import bm25s
+
+        model = bm25s.BM25(k1=k1, b=b, method="lucene")
+        model.index([t or [""] for t in token_lists], show_progress=False)
+        sc = model.scores
+        n_terms = len(sc["indptr"]) - 1
+        self.matrix = sparse.csc_matrix((sc["data"], sc["indices"], sc["indptr"]), shape=(sc["num_docs"], n_terms)).T.tocsr()
+        self.vocab: dict[str, int] = model.vocab_dict
+        df = np.zeros(max(n_terms, len(self.vocab)), dtype=np.float64)
+        counts = np.diff(sc["indptr"])
+        df[: len(counts)] = counts
+        n = len(token_lists)
+        self.idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    def scores(self, query_tokens: list[list[str]]) -> np.ndarray:
+        """Dense (queries x items) BM25 scores: one sparse product for the whole batch."""
+        rows, cols = [], []
+        for i, toks in enumerate(query_tokens):
+            ids = {self.vocab[t] for t in toks if t in self.vocab}
+            rows.extend([i] * len(ids))
+            cols.extend(ids)
+        q = sparse.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(len(query_tokens), self.matrix.shape[0]))
+        return (q @ self.matrix).toarray().astype(np.float32)
+
+
 class Retriever:
+    """Hybrid retriever over source passages; see the module docstring.
+
+    Fusion defaults were tuned on SciFact train claims (docs/retrieval.md).
+    """
+
     def __init__(
         self,
         embedder,
@@ -168,6 +171,7 @@ class Retriever:
         rrf_k: float = 60.0,
         w_bm25: float = 1.0,
         w_dense: float = 1.0,
+        w_sent: float = 1.0,
         candidates: int = 100,
         max_per_source: int = 2,
         max_versions: int = 4,
@@ -177,22 +181,21 @@ class Retriever:
     ):
         self.embedder = embedder
         self.window, self.stride = window, stride
-        self.rrf_k, self.w_bm25, self.w_dense = rrf_k, w_bm25, w_dense
+        self.rrf_k, self.w_bm25, self.w_dense, self.w_sent = rrf_k, w_bm25, w_dense, w_sent
         self.candidates = candidates
         self.max_per_source = max_per_source
         self.max_versions = max_versions
         self.k1, self.b = k1, b
         self.batch_size = batch_size
         self.passages: list[Passage] = []
-        self._sentences: list[list[_Span]] = []
+        self.sentences: list[_Span] = []  # every sentence of every version, in order
+        self._p_sent = np.zeros((0, 2), dtype=np.int64)  # passage -> its sentences [start, end)
         self._vectors = np.zeros((0, 0), dtype=np.float32)
-        self._bm25 = None  # passages x terms, CSR
-        self._vocab: dict[str, int] = {}
-        self._idf: np.ndarray = np.zeros(0)
+        self._bm25: _BM25 | None = None  # over passages (title + section + text)
+        self._bm25_sent: _BM25 | None = None  # over single sentences
         self._version_of = np.zeros(0, dtype=np.int64)  # passage -> version number
         self._versions_by_source: dict[str, list[int]] = {}
         self._version_range: list[tuple[int, int]] = []  # version -> passage [start, end)
-        self._version_date: list = []
 
     # ------------------------------------------------------------ index
 
@@ -203,61 +206,43 @@ class Retriever:
 
     def index(self, sources: list[SourceDoc]) -> None:
         """(Re)build the index over every passage of every source version."""
-        import bm25s
-
-        passages, sentences, version_of, ranges, dates = [], [], [], [], []
+        passages, sentences, p_sent, version_of, ranges = [], [], [], [], []
         by_source: dict[str, list[int]] = {}
+        texts = []
         seen_versions: set[tuple[str, str]] = set()
         for src in sources:
             key = (src.source_id, src.source_version)
             if key in seen_versions:
                 continue
             seen_versions.add(key)
-            built = build_passages(src, self.window, self.stride)
-            if not built:
+            sents = _sentences_of(src)
+            spans = windows(len(sents), self.window, self.stride)
+            if not spans:
                 continue
             v = len(ranges)
             by_source.setdefault(src.source_id, []).append(v)
-            ranges.append((len(passages), len(passages) + len(built)))
-            dates.append(src.source_date)
-            for p, sents in built:
+            ranges.append((len(passages), len(passages) + len(spans)))
+            base = len(sentences)
+            sentences.extend(sents)
+            for i, j in spans:
+                p = _passage(src, sents[i:j])
                 passages.append(p)
-                sentences.append(sents)
+                texts.append(self.index_text(p, sents[i:j]))
+                p_sent.append((base + i, base + j))
                 version_of.append(v)
-        self.passages, self._sentences = passages, sentences
+        self.passages, self.sentences = passages, sentences
+        self._p_sent = np.asarray(p_sent, dtype=np.int64).reshape(-1, 2)
         self._version_of = np.asarray(version_of, dtype=np.int64)
-        self._version_range, self._version_date, self._versions_by_source = ranges, dates, by_source
+        self._version_range, self._versions_by_source = ranges, by_source
         if not passages:
             self._vectors = np.zeros((0, 0), dtype=np.float32)
-            self._bm25 = None
+            self._bm25 = self._bm25_sent = None
             return
-        texts = [self.index_text(p, s) for p, s in zip(passages, sentences)]
-        tokens = [tokenize(t) or [""] for t in texts]
-        model = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
-        model.index(tokens, show_progress=False)
-        sc = model.scores
-        n_terms = len(sc["indptr"]) - 1
-        self._bm25 = sparse.csc_matrix(
-            (sc["data"], sc["indices"], sc["indptr"]), shape=(sc["num_docs"], n_terms)
-        ).T.tocsr()  # terms x passages
-        self._vocab = model.vocab_dict
-        df = np.zeros(max(n_terms, len(self._vocab)), dtype=np.float64)
-        counts = np.diff(sc["indptr"])
-        df[: len(counts)] = counts
-        n = len(passages)
-        self._idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+        self._bm25 = _BM25([tokenize(t) for t in texts], self.k1, self.b)
+        self._bm25_sent = _BM25([tokenize(s.text) for s in sentences], self.k1, self.b)
         self._vectors = self.embedder.encode(texts)
 
     # ------------------------------------------------------------ scoring
-
-    def _query_matrix(self, queries: list[str]) -> sparse.csr_matrix:
-        rows, cols = [], []
-        for i, q in enumerate(queries):
-            ids = {self._vocab[t] for t in tokenize(q) if t in self._vocab}
-            rows.extend([i] * len(ids))
-            cols.extend(ids)
-        data = np.ones(len(rows), dtype=np.float32)
-        return sparse.csr_matrix((data, (rows, cols)), shape=(len(queries), self._bm25.shape[0]))
 
     @staticmethod
     def _top(scores: np.ndarray, c: int, positive: bool = False) -> np.ndarray:
@@ -272,85 +257,102 @@ class Retriever:
             idx = np.where(np.take_along_axis(vals, order, axis=1) > 0, idx, -1)
         return idx
 
-    def score_batch(self, queries: list[str], query_vectors: np.ndarray):
-        """BM25, dense and fused score matrices (queries x passages) for one batch."""
-        bm25 = (self._query_matrix(queries) @ self._bm25).toarray().astype(np.float32)
-        dense = query_vectors @ self._vectors.T
+    def _passage_max(self, sent_scores: np.ndarray) -> np.ndarray:
+        """Per passage, the best score of its sentences (queries x passages)."""
+        a, b = self._p_sent[:, 0], self._p_sent[:, 1]
+        out = sent_scores[:, a]
+        for o in range(1, self.window):
+            out = np.maximum(out, sent_scores[:, np.minimum(a + o, b - 1)])
+        return out
+
+    def score_batch(self, queries: list[str]):
+        """Score matrices (queries x passages) for one batch: a dict with ``bm25`` (passage
+        BM25), ``sent`` (best sentence BM25), ``dense`` (cosine), ``fused`` (RRF) and
+        ``sent_raw`` (queries x sentences BM25)."""
+        toks = [tokenize(q) for q in queries]
+        vecs = self.embedder.encode(queries)
+        bm25 = self._bm25.scores(toks)
+        sent_raw = self._bm25_sent.scores(toks)
+        sent = self._passage_max(sent_raw)
+        dense = vecs @ self._vectors.T
         fused = np.zeros_like(dense)
         rows = np.arange(len(queries))[:, None]
         ranks = np.arange(1, self.candidates + 1, dtype=np.float32)[None, :]
-        for idx, w in ((self._top(bm25, self.candidates, positive=True), self.w_bm25), (self._top(dense, self.candidates), self.w_dense)):
+        for scores, w, positive in ((bm25, self.w_bm25, True), (sent, self.w_sent, True), (dense, self.w_dense, False)):
+            if w == 0:
+                continue
+            idx = self._top(scores, self.candidates, positive)
             contrib = np.where(idx >= 0, w / (self.rrf_k + ranks[:, : idx.shape[1]]), 0).astype(np.float32)
             np.add.at(fused, (np.broadcast_to(rows, idx.shape), np.maximum(idx, 0)), contrib)
-        return bm25, dense, fused
+        return {"bm25": bm25, "sent": sent, "dense": dense, "fused": fused, "sent_raw": sent_raw}
 
     def rank(self, queries: list[str], k: int = 10, modes=("hybrid",), max_per_source: int | None = None):
-        """Ranked passage indices per query for each mode in hybrid | bm25 | dense (benchmarks)."""
+        """Ranked passage indices per query for each mode in hybrid | bm25 | dense | sent."""
         out: dict[str, list[list[int]]] = {m: [] for m in modes}
-        if not queries or not self.passages:
+        if not self.passages:
             return {m: [[] for _ in queries] for m in modes}
-        vecs = self.embedder.encode(queries)
         for s in range(0, len(queries), self.batch_size):
-            qs = queries[s : s + self.batch_size]
-            bm25, dense, fused = self.score_batch(qs, vecs[s : s + self.batch_size])
-            scores = {"hybrid": fused, "bm25": bm25, "dense": dense}
+            sc = self.score_batch(queries[s : s + self.batch_size])
             for m in modes:
-                out[m].extend(self._select(scores[m][i], dense[i], k, max_per_source, False) for i in range(len(qs)))
+                key = "fused" if m == "hybrid" else m
+                out[m].extend(self._select(row, None, k, max_per_source) for row in sc[key])
         return out
 
-    def _select(self, score: np.ndarray, dense: np.ndarray, k: int, max_per_source, add_versions: bool) -> list[int]:
+    def _select(self, score: np.ndarray, dense: np.ndarray | None, k: int, max_per_source: int | None) -> list[int]:
+        """Top k by ``score``, at most ``max_per_source`` per source version; with ``dense``, then
+        the best passage of each other version of the sources selected."""
         limit = self.max_per_source if max_per_source is None else max_per_source
         pool = min(len(score), max(4 * k * max(1, limit), k + 32))
         cand = np.argpartition(-score, pool - 1)[:pool] if pool < len(score) else np.arange(len(score))
         cand = cand[np.argsort(-score[cand], kind="stable")]
         chosen: list[int] = []
-        per_version: dict[int, list[int]] = {}
+        per_version: dict[int, int] = {}
         for j in cand.tolist():
             if len(chosen) >= k:
                 break
             v = int(self._version_of[j])
-            taken = per_version.setdefault(v, [])
-            if len(taken) >= limit:
+            if per_version.get(v, 0) >= limit:
                 continue
-            p = self.passages[j]
-            if any(p.start < self.passages[t].end and self.passages[t].start < p.end for t in taken):
-                continue
-            taken.append(j)
+            per_version[v] = per_version.get(v, 0) + 1
             chosen.append(j)
-        if add_versions:
+        if dense is not None:
             extra = 0
             for j in list(chosen):
-                sid = self.passages[j].source_id
-                for v in self._versions_by_source.get(sid, ())[: self.max_versions + 1]:
+                for v in self._versions_by_source.get(self.passages[j].source_id, ()):
                     if v in per_version or extra >= self.max_versions:
                         continue
                     a, b = self._version_range[v]
                     best = a + int(np.argmax(dense[a:b]))
-                    per_version[v] = [best]
+                    per_version[v] = 1
                     chosen.append(best)
                     extra += 1
         return chosen
 
     # ------------------------------------------------------------ alignment
 
-    def best_sentence(self, claim_text: str, j: int) -> str:
-        sents = self._sentences[j]
-        if len(sents) == 1:
-            return sents[0].text
-        q_terms = {self._vocab.get(t) for t in tokenize(claim_text)} - {None}
-        total = float(self._idf[list(q_terms)].sum()) if q_terms else 0.0
+    def best_sentence(self, claim_tokens: list[str], claim_text: str, j: int) -> str:
+        """The sentence of passage ``j`` best aligned with the claim: rapidfuzz token-set ratio
+        and IDF-weighted share of the claim's terms it contains (numbers count double: a
+        subject's number, "Severity 1", "v2", identifies what the claim is about)."""
+        a, b = self._p_sent[j]
+        if b - a == 1:
+            return self.sentences[a].text
+        bm = self._bm25_sent
+        weights = {}
+        for t in claim_tokens:
+            tid = bm.vocab.get(t)
+            if tid is not None:
+                weights[t] = float(bm.idf[tid]) * (2.0 if t[:1].isdigit() else 1.0)
+        total = sum(weights.values())
         q = default_process(claim_text)
-        best, best_score = sents[0].text, -1.0
-        for s in sents:
-            fz = fuzz.token_set_ratio(q, default_process(s.text)) / 100.0
-            if total > 0:
-                s_terms = {self._vocab.get(t) for t in tokenize(s.text)} & q_terms
-                rec = float(self._idf[list(s_terms)].sum()) / total if s_terms else 0.0
-            else:
-                rec = 0.0
+        best, best_score = self.sentences[a].text, -1.0
+        for i in range(a, b):
+            text = self.sentences[i].text
+            fz = fuzz.token_set_ratio(q, default_process(text)) / 100.0
+            rec = sum(w for t, w in weights.items() if t in set(tokenize(text))) / total if total else 0.0
             score = 0.5 * fz + 0.5 * rec
             if score > best_score:
-                best, best_score = s.text, score
+                best, best_score = text, score
         return best
 
     # ------------------------------------------------------------ search
@@ -361,15 +363,14 @@ class Retriever:
         todo = [c for c in claims if c.text and c.text.strip()]
         if not todo or not self.passages:
             return results
-        texts = [c.text for c in todo]
-        vecs = self.embedder.encode(texts)
         for s in range(0, len(todo), self.batch_size):
             batch = todo[s : s + self.batch_size]
-            bm25, dense, fused = self.score_batch(texts[s : s + self.batch_size], vecs[s : s + self.batch_size])
+            sc = self.score_batch([c.text for c in batch])
+            bm25, dense, fused = sc["bm25"], sc["dense"], sc["fused"]
             for i, claim in enumerate(batch):
-                chosen = self._select(fused[i], dense[i], k, None, add_versions=True)
+                toks = tokenize(claim.text)
                 ev = []
-                for rank, j in enumerate(chosen, start=1):
+                for rank, j in enumerate(self._select(fused[i], dense[i], k, None), start=1):
                     p = self.passages[j]
                     ev.append(
                         Evidence(
@@ -381,7 +382,7 @@ class Retriever:
                             source_date=p.source_date,
                             authority=p.authority,
                             passage=p.text,
-                            sentence=self.best_sentence(claim.text, j),
+                            sentence=self.best_sentence(toks, claim.text, j),
                             score_bm25=float(bm25[i, j]),
                             score_dense=float(dense[i, j]),
                             score_fused=float(fused[i, j]),

@@ -9,7 +9,7 @@ import pytest
 
 from kb.embed import Embedder
 from kb.records import Claim
-from kb.retrieve import Retriever, build_passages, split_sentences
+from kb.retrieve import Retriever, build_passages, windows
 from kb.sources import load_sources
 
 TODAY = date(2025, 1, 15)
@@ -50,10 +50,10 @@ def retriever(corpus, cache_dir):
     return r
 
 
-def test_sentences_and_passage_offsets(corpus):
-    text = "Dr. Smith met e.g. Mr. Jones. Version 2.1 shipped! Then what? Nothing."
-    spans = [text[a:b] for a, b in split_sentences(text)]
-    assert spans == ["Dr. Smith met e.g. Mr. Jones.", "Version 2.1 shipped!", "Then what?", "Nothing."]
+def test_windows_and_passage_offsets(corpus):
+    assert windows(7, 3, 2) == [(0, 3), (2, 5), (4, 7)]
+    assert windows(6, 3, 2) == [(0, 3), (2, 5), (3, 6)]
+    assert windows(2, 3, 2) == [(0, 2)]
     for src in corpus:
         for p, sents in build_passages(src, window=2, stride=1):
             assert p.source_version == src.source_version and p.source_date == src.source_date
@@ -89,21 +89,20 @@ def test_all_versions_of_a_matching_source_are_returned(retriever):
 
 
 def test_rrf_fusion_scores(retriever):
-    q = ["Backups are kept for 30 days."]
-    vec = retriever.embedder.encode(q)
-    bm25, dense, fused = retriever.score_batch(q, vec)
+    sc = retriever.score_batch(["Backups are kept for 30 days."])
     k = retriever.rrf_k
-    order_b = [int(j) for j in np.argsort(-bm25[0], kind="stable") if bm25[0, j] > 0]
-    order_d = [int(j) for j in np.argsort(-dense[0], kind="stable")]
-    for j in range(len(retriever.passages)):
-        expected = 0.0
-        if j in order_b:
-            expected += retriever.w_bm25 / (k + order_b.index(j) + 1)
-        expected += retriever.w_dense / (k + order_d.index(j) + 1)
-        assert fused[0, j] == pytest.approx(expected, rel=1e-5)
-    best = int(np.argmax(fused[0]))
+    n = len(retriever.passages)
+    expected = np.zeros(n)
+    for name, w, positive in (("bm25", retriever.w_bm25, True), ("sent", retriever.w_sent, True), ("dense", retriever.w_dense, False)):
+        row = sc[name][0]
+        order = [int(j) for j in np.argsort(-row, kind="stable") if row[j] > 0 or not positive]
+        for r, j in enumerate(order[: retriever.candidates], start=1):
+            expected[j] += w / (k + r)
+    assert np.allclose(sc["fused"][0], expected, rtol=1e-5)
+    best = int(np.argmax(sc["fused"][0]))
     assert retriever.passages[best].source_id == "backups"
-    assert fused[0, best] == pytest.approx(retriever.w_bm25 / (k + 1) + retriever.w_dense / (k + 1), rel=1e-5)
+    top = retriever.w_bm25 + retriever.w_sent + retriever.w_dense
+    assert sc["fused"][0, best] == pytest.approx(top / (k + 1), rel=1e-5)  # first in every ranking
 
 
 def test_second_run_uses_cache_without_loading_model(retriever, corpus, cache_dir):
