@@ -368,6 +368,7 @@ _GREETING = re.compile(
 )
 _CONDITION = re.compile(r"^(?:if|when|whenever|once|after|before|to|in case)\b[^,]{1,120},\s+", re.I)
 _NOTE_PREFIX = re.compile(r"^(?:note|nb|n\.b\.|important|warning|caution|tip|fyi)\s*[:,-]\s*(?:that\s+)?", re.I)
+_ANSWER_PREFIX = re.compile(r"^(?:yes|no|yep|nope|sure|correct)\s*[,:;.!-]\s+(?=\S)", re.I)
 _NOTE_THAT = re.compile(r"^(?:note|remember) that\s+", re.I)
 
 _SPECULATIVE = re.compile(
@@ -670,7 +671,8 @@ def _resolve(text: str, antecedent: str, named) -> tuple[str, str]:
     if m:
         subject = antecedent or named("")
         if subject:
-            return f"{subject}'s{text[m.end():]}", f"rewritten: '{m.group('pro')}' -> '{subject}'s'"
+            poss = f"{subject}'" if subject.endswith("s") else f"{subject}'s"
+            return f"{poss}{text[m.end():]}", f"rewritten: '{m.group('pro')}' -> '{poss}'"
     return text, ""
 
 
@@ -769,6 +771,9 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
             text = unit.text.strip()
             note = unit.note
             if not unit.has_context:
+                am = _ANSWER_PREFIX.match(text)
+                if am:  # "Yes, a sandbox mirrors production." -> the statement itself
+                    text = text[am.end()].upper() + text[am.end() + 1:]
                 text, rnote = _resolve(text, antecedent, named)
                 note = rnote or note
                 if src_text.rstrip().endswith(":"):

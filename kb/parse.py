@@ -1010,6 +1010,8 @@ class _HTMLBlocks(HTMLParser):
         self.lead_in = ""
         self.last_para = ""
         self.list_lead: list[str] = []
+        self.block_tag = ""  # the block element that opened the current block
+        self.last_dt = ""
         # tables
         self.in_row = False
         self.row_cells: list[tuple[str, OffsetMap]] = []
@@ -1038,6 +1040,10 @@ class _HTMLBlocks(HTMLParser):
         lead = ""
         if kind == "list_item":
             lead = self.list_lead[-1] if self.list_lead else ""
+            if self.block_tag == "dt":
+                self.last_dt = text
+            elif self.block_tag == "dd" and self.last_dt:
+                lead = self.last_dt  # a definition is read in the context of its term
         start, end = omap.span(0, len(text))
         level = self.level if kind == "heading" else max(self.list_depth - 1, 0)
         self.blocks.append(Block(kind=kind, start=start, end=end, text=text, offsets=omap,
@@ -1076,6 +1082,7 @@ class _HTMLBlocks(HTMLParser):
             if self.cell is not None and tag not in ("td", "th", "tr", "table"):
                 return
             self._flush()
+            self.block_tag = tag
             if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
                 self.kind = "heading"
                 self.level = int(tag[1])

@@ -96,7 +96,7 @@ def test_self_contained_rewrite_keeps_source_text():
     assert "rewritten" in hosted.reason
     assert doc.text[hosted.start : hosted.end] == "The service is hosted in Dublin."
     assert c["They are retried 8 times."].text == "Webhooks are retried 8 times."
-    assert c["Its payload is JSON."].text == "Webhooks's payload is JSON."
+    assert c["Its payload is JSON."].text == "Webhooks' payload is JSON."
 
 
 @pytest.mark.parametrize(
@@ -218,3 +218,14 @@ def test_headings_are_checkworthy_only_when_they_state_something():
         ("Version 1 was retired in 2023", True, "temporal"),
         ("What does it do?", False, "factual"),
     ]
+
+
+def test_definition_lists_and_answers_are_self_contained():
+    html = (
+        "<h1>Storage</h1><dl><dt>RPO</dt><dd>The data loss window is 1 hour.</dd></dl>"
+        "<p>Storage is encrypted.</p><p>Is it safe?</p><p>Yes, it is encrypted with AES-256.</p>"
+    )
+    _, claims = claims_of(html, "s.html")
+    texts = [c.text for c in claims if c.checkworthy]
+    assert "RPO: The data loss window is 1 hour." in texts
+    assert "Storage is encrypted with AES-256." in texts
