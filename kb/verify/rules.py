@@ -33,6 +33,7 @@ from kb.verify.slots import (
     Slots,
     canonical,
     extract,
+    is_code_identifier,
     is_identifier,
     quantity_relation,
     stem,
@@ -43,23 +44,23 @@ from kb.verify.slots import (
 CONFIDENCE = {
     "exact": 0.99,
     "contained": 0.97,
-    "number": 0.90,
-    "percent": 0.90,
+    "number": 0.79,
+    "percent": 0.79,
     "duration": 0.92,
     "size": 0.92,
-    "money": 0.90,
-    "year": 0.88,
-    "date": 0.90,
+    "money": 0.84,
+    "year": 0.55,
+    "date": 0.87,
     "version": 0.93,
     "setting": 0.93,
     "identifier": 0.85,
     "enumeration": 0.85,
     "entity": 0.80,
     "negation": 0.80,
-    "term": 0.70,
+    "term": 0.55,
     "ordinal": 0.85,
-    "supports_slots": 0.88,
-    "supports_cover": 0.85,
+    "supports_slots": 0.95,
+    "supports_cover": 0.92,
 }
 QUANTITY_KINDS = ("number", "percent", "duration", "size", "money", "year", "date", "ordinal",
                   "length", "mass", "frequency", "rate", "factor")  # fmt: skip
@@ -139,6 +140,7 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
     sm = SequenceMatcher(None, cw, ew, autojunk=False)
     ratio = sm.ratio()
     near_copy = ratio >= 0.6 and coverage >= 0.5
+    close_copy = ratio >= 0.75  # word-level conflicts (terms, entities, identifiers) only here
     if coverage < MIN_COVERAGE and not _shared_quantity_context(cs, es):
         return None
 
@@ -159,9 +161,12 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
             e_enum_idx.update(range(ee.start, ee.end))
             if set(ce.items) == set(ee.items):
                 break
-            extra_claim = set(ce.items) - set(ee.items)
+            e_text = " ".join(t.lower() for t in es.tokens)
+            extra_claim = {x for x in set(ce.items) - set(ee.items) if x not in e_text}
             extra_ev = set(ee.items) - set(ce.items)
-            if extra_claim or (extra_ev and not ce.open_ended and _technical_items(ce.text)):
+            if not (_technical_items(ce.text) and _technical_items(ee.text)):
+                break  # lists of names or phrases: leave them to the model
+            if extra_claim or (extra_ev and not ce.open_ended):
                 conflicts.append(_Conflict("enumeration", ce.text.replace(" ,", ","), ee.text.replace(" ,", ",")))
             break
 
@@ -186,9 +191,12 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
                     if best is None:
                         continue
                     paired_claim_q.add(id(q))
-                    if quantity_relation(q, best) == "refutes":
+                    rel = quantity_relation(q, best)
+                    if rel == "refutes":
                         conflicts.append(_Conflict(_qkind(q, best), q.text, best.text))
-            if not (cq and all(id(q) in paired_claim_q for q in cq)):
+                    elif rel == "nei":
+                        missing_terms.append(q.text)
+            if not (cq and all(id(q) in paired_claim_q for q in cq)) and close_copy:
                 conflicts.extend(_token_conflicts(tag, ctoks, etoks, cs, es))
                 if tag in ("replace", "delete"):
                     missing_terms.extend(t for t in ctoks if t.lower() not in STOPWORDS and re.search(r"\w", t))
@@ -201,6 +209,8 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
     for q in cs.quantities:
         if id(q) in paired_claim_q:
             continue
+        if q.kind == "ordinal" and (q.op != "=" or not near_copy):
+            continue  # "ranked above 25th": rank order is inverted; leave it to the model
         cands = [x for x in es.quantities if _compatible(x.kind, q.kind)]
         if not cands:
             continue
@@ -210,14 +220,12 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
         paired_claim_q.add(id(q))
         rel = quantity_relation(q, best)
         if rel == "refutes":
-            agree = [
-                x
-                for x in cands
-                if quantity_relation(q, x) == "supports"
-                and (_ctx_score(q.context, x.context) >= 1 or (q.point and x.point and q.lo == x.lo))
-            ]
-            if agree:
+            agree = [x for x in cands if quantity_relation(q, x) == "supports"]
+            if any(_ctx_score(q.context, x.context) >= 1 or (q.point and x.point and q.lo == x.lo) for x in agree):
                 continue  # another evidence value agrees: pair with that one
+            if agree and score - max(_ctx_score(q.context, x.context) for x in agree) < 1.5:
+                missing_terms.append(q.text)  # the pairing is not clear enough to refute
+                continue
             if any(quantity_relation(q, x) == "nei" and _ctx_score(q.context, x.context) >= 1 for x in cands):
                 missing_terms.append(q.text)
                 continue
@@ -227,7 +235,7 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
 
 
     # negation
-    if not conflicts and (cs.negations % 2) != (es.negations % 2) and coverage >= 0.7:
+    if not conflicts and (cs.negations % 2) != (es.negations % 2) and near_copy and coverage >= 0.8:
         conflicts.append(_Conflict("negation", _polar_text(cs), _polar_text(es)))
 
     if conflicts:
@@ -339,7 +347,7 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
     if tag != "replace":
         # a fact only on the claim side: the evidence no longer states it
         if tag == "delete":
-            idents = [t for t in ctoks if is_identifier(t)]
+            idents = [t for t in ctoks if is_code_identifier(t)]
             if idents:
                 out.append(_Conflict("identifier", c_text, "(absent)"))
             elif not cneg and any(t.lower() not in STOPWORDS and re.search(r"[A-Za-z]", t) for t in ctoks):
@@ -355,14 +363,16 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
                     out.append(_Conflict("setting", f"{k}={v}", f"{k2}={v2}"))
         if out:
             return out
-    cid = [t for t in ctoks if is_identifier(t)]
-    eid = [t for t in etoks if is_identifier(t)]
+    cid = [t for t in ctoks if is_code_identifier(t)]
+    eid = [t for t in etoks if is_code_identifier(t)]
     if cid and eid and {x.lower() for x in cid} != {x.lower() for x in eid}:
         out.append(_Conflict("identifier", " ".join(cid), " ".join(eid)))
         return out
-    cent = [t for t in ctoks if re.fullmatch(r"[A-Z][\w'.-]*", t)]
-    eent = [t for t in etoks if re.fullmatch(r"[A-Z][\w'.-]*", t)]
-    if cent and eent and {x.lower() for x in cent} != {x.lower() for x in eent}:
+    c_low = {t.lower() for t in cs.tokens}
+    e_low = {t.lower() for t in es.tokens}
+    cent = [t for t in ctoks if re.fullmatch(r"[A-Z][\w'.-]*", t) and t.lower() not in STOPWORDS and t.lower() not in e_low and t is not cs.tokens[0]]
+    eent = [t for t in etoks if re.fullmatch(r"[A-Z][\w'.-]*", t) and t.lower() not in STOPWORDS and t.lower() not in c_low and t is not es.tokens[0]]
+    if cent and eent:
         out.append(_Conflict("entity", " ".join(cent), " ".join(eent)))
         return out
     if cneg or eneg:

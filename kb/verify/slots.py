@@ -64,6 +64,7 @@ TOKEN_RE = re.compile(
     | --?[A-Za-z][\w.-]*(?:=[^\s,;)]+)?                                      # command-line flags
     | [A-Za-z_$@][\w$@-]*(?:(?:\.|/|::|=|:(?=\w))[\w*$@"{}-]+)+[+]?            # dotted names, paths, Key=value
     | /[\w.-]+(?:/[\w.*-]+)*                                                 # absolute paths
+    | [A-Za-z]+(?:-[A-Za-z0-9]+)+                                            # COVID-19, Keegan-Michael
     | [A-Za-z]+(?:'[a-z]+)?                                                  # words
     | \S
     """,
@@ -84,7 +85,7 @@ STOPWORDS = frozenset(
 NEGATIONS = frozenset(
     """not no never none nobody nothing neither nor cannot can't don't doesn't didn't isn't
     aren't wasn't weren't won't wouldn't shouldn't couldn't hasn't haven't hadn't without
-    n't unable fails failed lacks""".split()
+    n't""".split()
 )
 
 _NUM_WORDS = {
@@ -143,7 +144,7 @@ _UNITS: dict[str, tuple[str, float]] = {
     "mhz": ("frequency", 1e6), "ghz": ("frequency", 1e9), "hz": ("frequency", 1),
     "rpm": ("rate", 1), "rps": ("rate", 1), "qps": ("rate", 1),
 }  # fmt: skip
-_CURRENCY = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "usd": "USD", "eur": "EUR",
+_CURRENCY = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR", "usd": "USD", "eur": "EUR",
              "dollars": "USD", "euros": "EUR", "pounds": "GBP"}  # fmt: skip
 
 _GT = ("more than", "over", "above", "greater than", "exceeding", "in excess of", "upwards of",
@@ -174,8 +175,21 @@ def word_tokens(text: str) -> list[str]:
             out.extend(_split_setting(t))
             out.append(".")
             continue
+        if "-" in t and not t.startswith("-"):
+            out.extend(_split_compound(t))
+            continue
         out.extend(_split_setting(t))
     return out
+
+
+def _split_compound(t: str) -> list[str]:
+    parts = t.split("-")
+    if len(parts) > 1 and all(p.lower() in _NUM_WORDS for p in parts):
+        out = [parts[0]]
+        for p in parts[1:]:
+            out += ["-", p]
+        return out  # thirty-one -> thirty - one (a number)
+    return [t]
 
 
 def _split_setting(t: str) -> list[str]:
@@ -366,10 +380,23 @@ def _counted_one(tokens: list[str], i: int) -> bool:
     return nxt not in ("of", "another", "", ",", ".") and prev not in ("no", "any", "every", "the", "this", "that", "which")
 
 
+_DATE_OPS = (("prior to", "<"), ("before", "<"), ("until", "<="), ("by", "<="), ("no later than", "<="),
+             ("after", ">"), ("since", ">="), ("from", ">="), ("no earlier than", ">="))  # fmt: skip
+
+
+def _dated(v, tokens, i, j) -> Quantity:
+    before = _lower_phrase(tokens, i, 3)
+    op, s = "=", i
+    for phrase, o in _DATE_OPS:
+        if before == phrase or before.endswith(" " + phrase):
+            op, s = o, i - len(phrase.split())
+            break
+    return Quantity("date", v, v, False, False, " ".join(tokens[s:j]), s, j, _context(tokens, s, j), point=op == "=", op=op)
+
+
 def _date(m, tokens, i, j) -> Quantity:
     y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
-    v = (y, mo, d)
-    return Quantity("date", v, v, False, False, " ".join(tokens[i:j]), i, j, _context(tokens, i, j))
+    return _dated((y, mo, d), tokens, i, j)
 
 
 def _month_date(tokens, i) -> Quantity | None:
@@ -389,9 +416,7 @@ def _month_date(tokens, i) -> Quantity | None:
         return None
     if year is None and j < n and tokens[j] == ",":
         pass
-    v = (year, mo, day)
-    end = j
-    return Quantity("date", v, v, False, False, " ".join(tokens[i:end]), i, end, _context(tokens, i, end))
+    return _dated((year, mo, day), tokens, i, j)
 
 
 def _day_month_date(tokens, i) -> Quantity | None:
@@ -402,12 +427,13 @@ def _day_month_date(tokens, i) -> Quantity | None:
     if j < len(tokens) and re.fullmatch(r"\d{4}", tokens[j]):
         year = int(tokens[j])
         j += 1
-    v = (year, mo, day)
-    return Quantity("date", v, v, False, False, " ".join(tokens[i:j]), i, j, _context(tokens, i, j))
+    return _dated((year, mo, day), tokens, i, j)
 
 
 def _comparator(tokens, i, j) -> tuple[str, int, int, str]:
     """(op, new_start, new_end, prefix) from words around tokens[i:j]."""
+    if i > 0 and tokens[i - 1] in _CURRENCY:
+        i -= 1  # "over $ 240 million"
     before = _lower_phrase(tokens, i, 4)
     after = _after_phrase(tokens, j, 2)
     op = "="
@@ -562,6 +588,9 @@ def _word_number(tokens: list[str], i: int) -> Quantity | None:
     value = float(_NUM_WORDS[tokens[i].lower()])
     j = i + 1
     n = len(tokens)
+    if j + 1 < n and tokens[j] == "-" and tokens[j + 1].lower() in _NUM_WORDS and value >= 20:
+        value += _NUM_WORDS[tokens[j + 1].lower()]
+        j += 2
     if value == 100 and i > 0 and tokens[i - 1].lower() in ("a", "one"):
         pass
     while j < n and tokens[j].lower() in _SCALES:
@@ -619,15 +648,20 @@ def quantity_relation(claim: Quantity, ev: Quantity) -> str:
     """'supports' (evidence inside the claim's range), 'refutes' (disjoint) or 'nei' (overlap)."""
     if claim.kind == "version" or ev.kind == "version":
         return _version_relation(claim, ev)
-    if claim.kind == "date" and ev.kind == "date":
-        return _date_relation(claim.lo, ev.lo)
     if claim.kind in ("year", "date") and ev.kind in ("year", "date"):
         cy = claim.lo[0] if claim.kind == "date" else None
         ey = ev.lo[0] if ev.kind == "date" else None
-        if cy is None and claim.kind == "date" or ey is None and ev.kind == "date":
+        if claim.kind == "date" and ev.kind == "date" and (cy is None) != (ey is None):
+            cy = ey = cy or ey  # "1 April" against "3 April 2020": same year
+        elif claim.kind == "date" and cy is None or ev.kind == "date" and ey is None:
+            if claim.kind == "date" and ev.kind == "date":
+                cy = ey = 2000
+            else:
+                return "nei"
+        c = _time_interval(claim, cy)
+        e = _time_interval(ev, ey)
+        if c is None or e is None:
             return "nei"
-        c = (cy, cy, False, False) if cy is not None else (claim.lo, claim.hi, claim.lo_open, claim.hi_open)
-        e = (ey, ey, False, False) if ey is not None else (ev.lo, ev.hi, ev.lo_open, ev.hi_open)
         return _interval_relation(c, e)
     return _interval_relation(
         (claim.lo, claim.hi, claim.lo_open, claim.hi_open), (ev.lo, ev.hi, ev.lo_open, ev.hi_open)
@@ -648,6 +682,35 @@ def _interval_relation(c, e) -> str:
     if lo_ok and hi_ok:
         return "supports"
     return "nei"
+
+
+def _day(y: int, m: int, d: int) -> int:
+    return y * 372 + (m - 1) * 31 + (d - 1)
+
+
+def _time_interval(q: Quantity, year: int | None):
+    """A year or date (with its comparator) as an interval of day numbers."""
+    if q.kind == "year":
+        if q.lo == -INF or q.hi == INF:
+            lo = -INF if q.lo == -INF else _day(int(q.lo), 1, 1) + (372 if q.lo_open else 0)
+            hi = INF if q.hi == INF else _day(int(q.hi), 12, 31) - (372 if q.hi_open else 0)
+            return lo, hi, q.lo_open and lo == -INF, q.hi_open and hi == INF
+        return _day(int(q.lo), 1, 1), _day(int(q.hi), 12, 31), False, False
+    y, m, d = q.lo
+    y = y if y is not None else year
+    if y is None or m is None:
+        return None
+    lo = _day(y, m, d or 1)
+    hi = _day(y, m, d or 31)
+    if q.op == "<":
+        return -INF, lo, True, True
+    if q.op == "<=":
+        return -INF, hi, True, False
+    if q.op == ">":
+        return hi, INF, True, True
+    if q.op == ">=":
+        return lo, INF, False, True
+    return lo, hi, False, False
 
 
 def _date_relation(c, e) -> str:
@@ -822,3 +885,12 @@ def extract(text: str) -> Slots:
         entities=entities(toks),
         content=content_words(toks),
     )
+
+
+def is_code_identifier(tok: str) -> bool:
+    """An identifier that looks like code (flag, path, dotted/snake/camel name), not an acronym."""
+    if re.fullmatch(r"--?[A-Za-z][\w.-]*(=.*)?", tok):
+        return True
+    if re.search(r"[A-Za-z]", tok) and re.search(r"[./:=_$@]|::", tok.strip(".")):
+        return True
+    return bool(re.fullmatch(r"[a-z]+[A-Z][A-Za-z0-9]*", tok))
