@@ -89,3 +89,47 @@ def test_demo_accuracy_against_expected_labels(demo_runs):
     print(f"\ndemo accuracy: {metrics['accuracy']:.3f} over {int(metrics['sentences'])} sentences; {metrics}")
     assert metrics["unmatched"] == 0
     assert metrics["accuracy"] >= 0.5
+
+
+def test_sigkill_mid_run_then_rerun_matches_an_uninterrupted_run(demo_runs, tmp_path):
+    """Kill a run after verification (before its store commit), re-run: the store holds exactly
+    one run whose verdicts equal the uninterrupted run's, and the finished batches are reused."""
+    import os
+    import signal
+    import time
+
+    from prefect.settings import PREFECT_API_URL
+
+    reference_out, first, _ = demo_runs
+    con = _con(reference_out)
+    docs_root = Path(con.execute("SELECT docs_root FROM runs LIMIT 1").fetchone()[0])
+    sources = con.execute("SELECT sources_root FROM runs LIMIT 1").fetchone()[0]
+    expected = dict(con.execute("SELECT claim_id, label FROM verdicts WHERE run_id = ?", [first["run_id"]]).fetchall())
+
+    out = tmp_path / "store"
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "flows.cli", "run", str(docs_root), "--sources", sources,
+               "--out", str(out), "--today", DEMO_TODAY]
+    log_path = tmp_path / "killed.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + 300
+        while "[4/6] verify" not in log_path.read_text(errors="replace"):
+            assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.2)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    assert not list((out / "runs").glob("run_id=*")), "a killed run must not become visible"
+
+    rerun = subprocess.run(command + ["--json"], capture_output=True, text=True, env=env, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    import json
+
+    summary = json.loads(rerun.stdout)
+    assert summary["reused"] == summary["checkworthy"]  # the killed run's verified batch was kept
+    con = _con(out)
+    assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
+    rows, distinct = con.execute("SELECT count(*), count(DISTINCT claim_id) FROM verdicts").fetchone()
+    assert rows == distinct
+    assert dict(con.execute("SELECT claim_id, label FROM verdicts").fetchall()) == expected
+    assert not list((out / ".staging").glob("*")), "the unfinished run's staging folder was not cleaned"
