@@ -286,13 +286,19 @@ class Retriever:
             np.add.at(fused, (np.broadcast_to(rows, idx.shape), np.maximum(idx, 0)), contrib)
         return {"bm25": bm25, "sent": sent, "dense": dense, "fused": fused, "sent_raw": sent_raw}
 
+    def _batch(self) -> int:
+        """Claims per scoring batch: bounded so a batch's score matrices stay near 100 MB."""
+        width = max(1, len(self.sentences), len(self.passages))
+        return max(8, min(self.batch_size, int(5e6 // width)))
+
     def rank(self, queries: list[str], k: int = 10, modes=("hybrid",), max_per_source: int | None = None):
         """Ranked passage indices per query for each mode in hybrid | bm25 | dense | sent."""
         out: dict[str, list[list[int]]] = {m: [] for m in modes}
         if not self.passages:
             return {m: [[] for _ in queries] for m in modes}
-        for s in range(0, len(queries), self.batch_size):
-            sc = self.score_batch(queries[s : s + self.batch_size])
+        step = self._batch()
+        for s in range(0, len(queries), step):
+            sc = self.score_batch(queries[s : s + step])
             for m in modes:
                 key = "fused" if m == "hybrid" else m
                 out[m].extend(self._select(row, None, k, max_per_source) for row in sc[key])
@@ -363,8 +369,9 @@ class Retriever:
         todo = [c for c in claims if c.text and c.text.strip()]
         if not todo or not self.passages:
             return results
-        for s in range(0, len(todo), self.batch_size):
-            batch = todo[s : s + self.batch_size]
+        step = self._batch()
+        for s in range(0, len(todo), step):
+            batch = todo[s : s + step]
             sc = self.score_batch([c.text for c in batch])
             bm25, dense, fused = sc["bm25"], sc["dense"], sc["fused"]
             for i, claim in enumerate(batch):

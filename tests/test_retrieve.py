@@ -114,6 +114,7 @@ def test_second_run_uses_cache_without_loading_model(retriever, corpus, cache_di
     second = again.search(claims, k=3)
     assert emb._model is None and emb.model_calls == 0 and emb.cache_hits > 0
     assert [e.passage_id for e in second["c1"]] == [e.passage_id for e in first["c1"]]
+    emb._model = retriever.embedder.model  # share the loaded model: tests stay fast
     vecs = emb.encode(["Backups are kept for 30 days.", "a text never seen before"])
     assert emb.model_calls == 1 and emb.texts_embedded == 1
     assert vecs.dtype == np.float32 and np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
