@@ -140,6 +140,8 @@ class Verifier:
                     continue  # the bare source text counts only when it matches verbatim
                 if _rank(j) > _rank(best):
                     best, best_sentence = j, s
+                if best is not None and best.relation == "supports" and best.confidence >= 0.97:
+                    return best, best_sentence  # verbatim: nothing can beat it
         return best, best_sentence
 
     def judge_pairs(self, claims: list[Claim], evidence: dict[str, list[Evidence]]) -> dict[str, list[Judgement]]:

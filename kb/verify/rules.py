@@ -32,11 +32,13 @@ from kb.verify.slots import (
     Quantity,
     Slots,
     canonical,
+    content_words,
     extract,
     is_code_identifier,
     is_identifier,
     quantity_relation,
     stem,
+    word_tokens,
 )
 
 # Calibrated-ish confidence per decision kind: precision of that decision on the training
@@ -58,6 +60,7 @@ CONFIDENCE = {
     "entity": 0.80,
     "negation": 0.80,
     "term": 0.55,
+    "qualifier": 0.55,
     "ordinal": 0.85,
     "supports_slots": 0.95,
     "supports_cover": 0.92,
@@ -90,13 +93,15 @@ def _setting(tok: str) -> tuple[str, str] | None:
 class _Conflict:
     __slots__ = ("kind", "claim_value", "evidence_value")
 
-    def __init__(self, kind: str, claim_value: str, evidence_value: str):
+    def __init__(self, kind: str, claim_value: str | None, evidence_value: str | None):
         self.kind = kind
         self.claim_value = claim_value
         self.evidence_value = evidence_value
 
     def describe(self) -> str:
-        return f"{self.kind}: claim {self.claim_value} vs evidence {self.evidence_value}"
+        cv = self.claim_value if self.claim_value else "(absent)"
+        ev = self.evidence_value if self.evidence_value else "(absent)"
+        return f"{self.kind}: claim {cv} vs evidence {ev}"
 
 
 def _quantity_at(qs: list[Quantity], idx: set[int]) -> list[Quantity]:
@@ -124,6 +129,11 @@ def judge_rules(claim_text: str, sentence: str) -> Judgement | None:
         return Judgement("supports", CONFIDENCE["exact"], "rules", "exact match")
     if len(c_can.split()) >= 4 and re.search(r"(?:^|\s)" + re.escape(c_can) + r"(?:\s|$)", e_can):
         return Judgement("supports", CONFIDENCE["contained"], "rules", "claim appears verbatim in the evidence")
+    # cheap gate before slot extraction: shared content words or shared numbers
+    cw = set(content_words(word_tokens(claim_text)))
+    ew = set(content_words(word_tokens(sentence)))
+    if not cw or (len(cw & ew) / len(cw) < 0.3 and not any(ch.isdigit() for w in cw & ew for ch in w)):
+        return None
     cs, es = extract(claim_text), extract(sentence)
     return _judge_slots(cs, es)
 
@@ -203,7 +213,7 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
             if setting_key:
                 for k in range(n_before, len(conflicts)):
                     x = conflicts[k]
-                    conflicts[k] = _Conflict("setting", f"{setting_key}={x.claim_value}", f"{setting_key}={x.evidence_value}")
+                    conflicts[k] = _Conflict("setting", f"{setting_key}={x.claim_value or chr(34) * 2}", f"{setting_key}={x.evidence_value or chr(34) * 2}")
 
     # quantity pairing by kind and context (also for near copies: catches moved numbers)
     for q in cs.quantities:
@@ -242,7 +252,7 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
         conflicts = _dedupe(conflicts)
         strongest = max(conflicts, key=lambda x: CONFIDENCE.get(x.kind, 0.7))
         conf = CONFIDENCE.get(strongest.kind, 0.7)
-        if strongest.kind == "term" and not (ratio >= 0.8):
+        if strongest.kind in ("term", "qualifier") and not (ratio >= 0.8):
             return None
         rationale = "; ".join(x.describe() for x in conflicts[:4])
         return Judgement("refutes", conf, "rules", rationale, strongest.claim_value, strongest.evidence_value)
@@ -342,16 +352,25 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
     c_text, e_text = " ".join(ctoks), " ".join(etoks)
     cneg = [t for t in ctoks if t.lower() in ("not", "no", "never", "cannot") or t.lower().endswith("n't")]
     eneg = [t for t in etoks if t.lower() in ("not", "no", "never", "cannot") or t.lower().endswith("n't")]
-    if len(cneg) % 2 != len(eneg) % 2:
+    only_neg = all(t.lower() in STOPWORDS or t.lower() in ("not", "no", "never", "cannot") or t.lower().endswith("n't")
+                   for t in (ctoks if cneg else etoks))  # fmt: skip
+    if len(cneg) % 2 != len(eneg) % 2 and (tag == "replace" or only_neg):
         out.append(_Conflict("negation", c_text or "affirmative", e_text or "affirmative"))
     if tag != "replace":
+        if tag == "insert":
+            # the evidence qualifies the statement with a technical condition the claim lacks
+            # ("looks for pyproject.toml containing a [tool.black] section")
+            idents = [t for t in etoks if is_code_identifier(t)]
+            if idents and not eneg:
+                out.append(_Conflict("qualifier", None, e_text))
+            return out
         # a fact only on the claim side: the evidence no longer states it
         if tag == "delete":
             idents = [t for t in ctoks if is_code_identifier(t)]
             if idents:
-                out.append(_Conflict("identifier", c_text, "(absent)"))
-            elif not cneg and any(t.lower() not in STOPWORDS and re.search(r"[A-Za-z]", t) for t in ctoks):
-                out.append(_Conflict("term", c_text, "(absent)"))
+                out.append(_Conflict("identifier", c_text, ""))
+            elif not cneg and 0 < sum(1 for t in ctoks if t.lower() not in STOPWORDS and re.search(r"[A-Za-z]", t)) <= 2:
+                out.append(_Conflict("term", c_text, ""))  # a dropped modifier ("the escaped pem")
         return out
     # Key=value settings
     cset = [_setting(t) for t in ctoks if _setting(t)]
@@ -380,5 +399,5 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
     c_content = [t for t in ctoks if t.lower() not in STOPWORDS and re.search(r"[A-Za-z]", t)]
     e_content = [t for t in etoks if t.lower() not in STOPWORDS and re.search(r"[A-Za-z]", t)]
     if c_content and {stem(x) for x in c_content} != {stem(x) for x in e_content}:
-        out.append(_Conflict("term", c_text, e_text or "(absent)"))
+        out.append(_Conflict("term", c_text, e_text))
     return out

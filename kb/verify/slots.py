@@ -15,6 +15,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 # ---------------------------------------------------------------------------------------------
 # normalisation and tokens
@@ -155,7 +156,7 @@ _LT = ("less than", "under", "below", "fewer than", "lower than", "smaller than"
 _LE = ("at most", "up to", "no more than", "a maximum of", "maximum of", "not more than")
 _APPROX = ("about", "approximately", "around", "roughly", "nearly", "almost", "some", "circa",
            "close to", "an estimated", "estimated", "over the", "c.")  # fmt: skip
-_AFTER_GE = ("or more", "or later", "or newer", "or higher", "or above", "or greater", "and up",
+_AFTER_GE = ("or more", "or later", "or newer", "or higher", "or above", "or greater", "and up", "and higher",
              "and above", "and later", "and newer", "or over")  # fmt: skip
 _AFTER_LE = ("or less", "or fewer", "or earlier", "or older", "or lower", "or below", "and below")
 
@@ -167,7 +168,16 @@ SOFTWARE_HINTS = frozenset(
 )
 
 
+@lru_cache(maxsize=20000)
+def _word_tokens(text: str) -> tuple[str, ...]:
+    return tuple(_tokenize(text))
+
+
 def word_tokens(text: str) -> list[str]:
+    return list(_word_tokens(text))
+
+
+def _tokenize(text: str) -> list[str]:
     out: list[str] = []
     for t in TOKEN_RE.findall(normalize(text)):
         if len(t) > 2 and t.endswith(".") and not re.fullmatch(r"(?:[A-Za-z]\.)+", t):
@@ -200,6 +210,7 @@ def _split_setting(t: str) -> list[str]:
     return [m.group(1), "="] + TOKEN_RE.findall(m.group(2))
 
 
+@lru_cache(maxsize=65536)
 def stem(w: str) -> str:
     """A tiny, deterministic English stemmer (plural and common suffixes) for overlap only."""
     w = w.lower()
@@ -211,18 +222,24 @@ def stem(w: str) -> str:
     return w
 
 
+_ALNUM = re.compile(r"[a-z0-9]")
+
+
 def content_words(tokens: list[str]) -> list[str]:
     out = []
     for t in tokens:
         lt = t.lower()
-        if lt in STOPWORDS or lt in NEGATIONS or not re.search(r"[a-z0-9]", lt):
+        if lt in STOPWORDS or lt in NEGATIONS or not _ALNUM.search(lt):
             continue
         out.append(stem(lt))
     return out
 
 
+@lru_cache(maxsize=65536)
 def is_identifier(tok: str) -> bool:
     """Technical identifier: flag, dotted/camel/snake name, path, Key=value, Func()."""
+    if tok.isalpha() and (tok.islower() or tok[1:].islower()):
+        return False
     if re.fullmatch(r"--?[A-Za-z][\w.-]*(=.*)?", tok):
         return True
     if re.search(r"[A-Za-z]", tok) and re.search(r"[./:=_$@]|::", tok.strip(".")):
@@ -344,6 +361,9 @@ def extract_quantities(tokens: list[str]) -> list[Quantity]:
     while i < n:
         tok = tokens[i]
         low = tok.lower()
+        if low not in MONTHS and low not in _NUM_WORDS and not any(ch.isdigit() for ch in tok):
+            i += 1
+            continue
         q = None
         # dates: "January 5, 2019", "5 January 2019", "January 2019", ISO 2019-01-05
         m_iso = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", tok)
@@ -469,7 +489,7 @@ def _interval(value: float, op: str, prec: float) -> tuple[float, float, bool, b
         tol = max(abs(value) * 0.1, prec)
         return value - tol, value + tol, False, False, True
     half = prec / 2
-    return value - half, value + half, False, False, True
+    return value - half, value + half, False, True, True  # [x - h, x + h): 3.7 and 3.8 do not touch
 
 
 def _numeric(tokens: list[str], i: int) -> Quantity | None:
@@ -492,6 +512,8 @@ def _numeric(tokens: list[str], i: int) -> Quantity | None:
         or dots >= 2
         or (prefix_op and prefix_op in ("^", "~", "~=", ">=", "<=", ">", "<", "==") and dots >= 1)
         or (dots >= 1 and (plus or prev in SOFTWARE_HINTS or prev2 in ("version", "versions")))
+        or (dots >= 1 and i > 0 and re.fullmatch(r"[A-Z][A-Za-z]*[a-z][A-Za-z]*|[A-Z][a-z]*[A-Z]\w*", tokens[i - 1] or "")
+            and not (i + 1 < n and (tokens[i + 1].lower() in _SCALES or tokens[i + 1].lower() in _UNITS)))
         or (plus and prev in SOFTWARE_HINTS)
     )
     if "," in num and dots == 0:
@@ -779,6 +801,8 @@ _ITEM_RE = re.compile(r"^[\w.\-/:=@*\"]+$")
 def extract_enumerations(tokens: list[str]) -> list[Enumeration]:
     """Comma lists of 3+ short items ("A, AAAA and SRV"; "DEBUG, PANIC, FATAL, and INFO")."""
     out = []
+    if "," not in tokens:
+        return out
     n = len(tokens)
     i = 0
     while i < n:
@@ -874,7 +898,9 @@ class Slots:
     content: list[str] = field(default_factory=list)
 
 
+@lru_cache(maxsize=20000)
 def extract(text: str) -> Slots:
+    """All slots of a sentence (cached: claims and evidence sentences recur; do not mutate)."""
     toks = word_tokens(text)
     return Slots(
         tokens=toks,
@@ -887,8 +913,11 @@ def extract(text: str) -> Slots:
     )
 
 
+@lru_cache(maxsize=65536)
 def is_code_identifier(tok: str) -> bool:
     """An identifier that looks like code (flag, path, dotted/snake/camel name), not an acronym."""
+    if tok.isalpha() and (tok.islower() or tok.isupper() or tok[1:].islower()):
+        return False
     if re.fullmatch(r"--?[A-Za-z][\w.-]*(=.*)?", tok):
         return True
     if re.search(r"[A-Za-z]", tok) and re.search(r"[./:=_$@]|::", tok.strip(".")):
