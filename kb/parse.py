@@ -24,7 +24,6 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from datetime import date, datetime
-from html.parser import HTMLParser
 from pathlib import PurePath
 
 import yaml
@@ -984,15 +983,24 @@ _HTML_BLOCK = {
 _HTML_VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "param", "source", "track", "wbr"}
 
 
-class _HTMLBlocks(HTMLParser):
+_TAG_OPEN = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]{0,64})(?=[\s/>])")
+_CONSTRUCT = re.compile(r"<[A-Za-z/!?]")  # where a tag, comment or declaration may start
+_MAX_TAG = 4096  # a start tag longer than this (attributes included) is read as text
+_RAW_TEXT = {"script", "style", "title", "textarea", "xmp", "iframe", "noembed", "noframes", "plaintext"}
+_RAW_CLOSE: dict[str, re.Pattern] = {t: re.compile(rf"</{t}\s*>", re.I) for t in _RAW_TEXT}
+_ENTITY_ANY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
+
+
+class _HTMLBlocks:
+    """Collects prose blocks from HTML. Fed by ``_tokenize_html``, a linear tokenizer.
+
+    (The standard library's HTMLParser is quadratic on inputs such as ``"<a " * 300_000``, so it
+    is not used: a hostile page must not hang a nightly run.)
+    """
+
     def __init__(self, text: str):
-        super().__init__(convert_charrefs=False)
         self.src = text
-        self.line_starts = [0]
-        pos = text.find("\n")
-        while pos != -1:
-            self.line_starts.append(pos + 1)
-            pos = text.find("\n", pos + 1)
+        self.at = 0  # document offset of the token being handled
         self.blocks: list[Block] = []
         self.section: list[tuple[int, str]] = []
         self.first_heading: str | None = None
@@ -1020,8 +1028,7 @@ class _HTMLBlocks(HTMLParser):
         self.cell: _Text | None = None
 
     def _pos(self) -> int:
-        line, col = self.getpos()
-        return self.line_starts[line - 1] + col
+        return self.at
 
     def _section(self):
         return tuple(t for _, t in self.section)
@@ -1112,10 +1119,6 @@ class _HTMLBlocks(HTMLParser):
             target = self.cell if self.cell is not None else self.cur
             target.add_synthetic(" ", self._pos())
 
-    def handle_startendtag(self, tag, attrs):
-        if tag.lower() == "br":
-            self.handle_starttag(tag, attrs)
-
     def handle_endtag(self, tag):
         tag = tag.lower()
         if self.ignoring:
@@ -1197,12 +1200,6 @@ class _HTMLBlocks(HTMLParser):
     def handle_data(self, data):
         self._data(data, self._pos())
 
-    def handle_entityref(self, name):
-        self._data(html.unescape(f"&{name};").replace("\xa0", " "), self._pos(), synthetic=True)
-
-    def handle_charref(self, name):
-        self._data(html.unescape(f"&#{name};").replace("\xa0", " "), self._pos(), synthetic=True)
-
     def handle_comment(self, data):
         if _IGNORE_START.fullmatch(f"<!--{data}-->"):
             self._flush()
@@ -1243,13 +1240,88 @@ def _copy(out: _Text, text: str, omap: OffsetMap, a: int, b: int) -> None:
         k += 1
 
 
+def _html_data(p: _HTMLBlocks, text: str, a: int, b: int) -> None:
+    """Hand text[a:b] to the collector, decoding character references."""
+    if "&" not in text[a:b]:
+        p.at = a
+        p.handle_data(text[a:b])
+        return
+    pos = a
+    for m in _ENTITY_ANY.finditer(text, a, b):
+        if m.start() > pos:
+            p.at = pos
+            p.handle_data(text[pos:m.start()])
+        decoded = html.unescape(m.group(0))
+        p.at = m.start()
+        if decoded == m.group(0):
+            p.handle_data(decoded)
+        else:
+            p._data(decoded.replace("\xa0", " "), m.start(), synthetic=True)
+        pos = m.end()
+    if pos < b:
+        p.at = pos
+        p.handle_data(text[pos:b])
+
+
+def _tokenize_html(p: _HTMLBlocks, text: str) -> None:
+    """A forgiving, linear HTML tokenizer: tags, comments, raw-text elements, data."""
+    i = 0  # scan position
+    ds = 0  # start of the pending data run (stray "<" characters stay inside it)
+    n = len(text)
+    find = _CONSTRUCT.search
+    while i < n:
+        c = find(text, i)
+        if c is None:
+            break
+        j = c.start()
+        if text.startswith("<!--", j):
+            if j > ds:
+                _html_data(p, text, ds, j)
+            k = text.find("-->", j + 4)
+            p.at = j
+            p.handle_comment(text[j + 4 : k if k != -1 else n])
+            i = ds = n if k == -1 else k + 3
+            continue
+        m = _TAG_OPEN.match(text, j)
+        if m:
+            k = text.find(">", m.end(), m.end() + _MAX_TAG)
+            if k == -1:
+                i = j + 1  # a stray "<": part of the text
+                continue
+            if j > ds:
+                _html_data(p, text, ds, j)
+            tag = m.group(2).lower()
+            p.at = j
+            i = ds = k + 1
+            if m.group(1):
+                p.handle_endtag(tag)
+                continue
+            p.handle_starttag(tag, [])
+            if text[k - 1] == "/" and tag not in _HTML_VOID:
+                p.handle_endtag(tag)
+            elif tag in _RAW_TEXT:
+                close = _RAW_CLOSE[tag].search(text, i)
+                stop = close.start() if close else n
+                if tag == "title" and p.in_title:
+                    p.title_buf.append(html.unescape(text[i:stop]))
+                i = ds = close.end() if close else n
+                p.at = stop
+                p.handle_endtag(tag)
+            continue
+        if text.startswith(("<!", "<?", "</"), j):
+            if j > ds:
+                _html_data(p, text, ds, j)
+            k = text.find(">", j + 2)  # doctype, CDATA, processing instruction, bogus end tag
+            i = ds = n if k == -1 else k + 1
+            continue
+        i = j + 1  # a stray "<"
+    if ds < n:
+        _html_data(p, text, ds, n)
+
+
 def _parse_html(text: str) -> tuple[list[Block], str | None]:
     p = _HTMLBlocks(text)
-    try:
-        p.feed(text)
-        p.close()
-    except Exception:  # noqa: BLE001 - malformed HTML: keep what was parsed
-        pass
+    _tokenize_html(p, text)
     p._end_row()
     p._flush()
     return p.blocks, p.title or p.first_h1 or p.first_heading

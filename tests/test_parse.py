@@ -139,6 +139,19 @@ def test_html_visible_text_only():
     check_offsets(doc)
 
 
+@pytest.mark.parametrize(
+    "page",
+    ["<a " * 100_000, "<" * 200_000, "<p " + "x=1 " * 50_000, "<script>" * 50_000, "<div>" * 50_000 + "t",
+     "<!--" + "x" * 200_000, "&amp;&#x41;&bogus;" * 20_000, "<![CDATA[" + "x" * 100_000, "</" * 100_000],
+)
+def test_hostile_html_is_linear(page):
+    # the standard library's HTMLParser takes minutes on "<a " * 300_000; ours must not
+    t0 = time.perf_counter()
+    doc = parse(page, "x.html")
+    assert time.perf_counter() - t0 < 10
+    check_offsets(doc)
+
+
 def test_plain_text_headings_and_lists():
     doc = parse("Onboarding\n\nNew hires get a laptop.\nIt has 32 GB.\n\nTools:\n- GitHub\n- Slack\n", "a.txt")
     assert doc.format == "text" and doc.title == "Onboarding"
