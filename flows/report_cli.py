@@ -119,8 +119,8 @@ def format_verify(data: dict) -> str:
         f"status: {data['status']}  score: {data['verification_score']:.2f}  depth: {data['verification_depth']}  "
         f"claims: {len(checked)} checked, {supported} supported, {len(data['gaps'])} problem(s)",
     ]
-    evidence = {}
-    for e in data["evidence"]:
+    evidence = {}  # the evidence the verdict was decided on first, else the best-ranked
+    for e in sorted(data["evidence"], key=lambda e: (e["evidence_id"] not in claims[e["claim_id"]]["evidence_ids"], e["rank"])):
         evidence.setdefault(e["claim_id"], e)
     if data["gaps"]:
         lines += ["", "problems:"]

@@ -88,7 +88,7 @@ def trend_svg(trend: list[dict], current: str) -> str:
         mark = " current" if r["run_id"] == current else ""
         parts.append(
             f'<text class="axis run{mark}" x="{x + bar / 2:.1f}" y="{top + height - pad + 14}" text-anchor="middle">'
-            f"{esc(str(r['night']) if r.get('night') else r['run_id'][:8])}</text>"
+            f"{esc(r['night'] or r['run_id'][:8])}</text>"
         )
     for i, label in enumerate(q.LABELS):
         x = pad + i * 130

@@ -35,9 +35,20 @@ def _value(v):
     return v
 
 
+# DATE columns come back from pandas as midnight datetimes; give them back as dates.
+DATE_COLUMNS = frozenset({"source_date", "updated", "night", "evidence_date"})
+
+
 def rows(store: Store, sql: str, params: list | None = None) -> list[dict]:
     frame = store.query(sql, params or [])
-    return [{k: _value(v) for k, v in rec.items()} for rec in frame.to_dict("records")]
+    out = []
+    for rec in frame.to_dict("records"):
+        row = {k: _value(v) for k, v in rec.items()}
+        for k in DATE_COLUMNS & row.keys():
+            if hasattr(row[k], "date"):
+                row[k] = row[k].date()
+        out.append(row)
+    return out
 
 
 def resolve_run(store: Store, run_id: str | None) -> str:
