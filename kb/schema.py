@@ -220,6 +220,21 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("applied_at", pa.timestamp("us", tz="UTC")),
         ]
     ),
+    # What the deep verifier found wrong (kb.lessons): read by the next run to look harder at
+    # similar claims. Written by the run that found the discrepancy.
+    "lessons": pa.schema(
+        [
+            ("lesson_id", _STR),
+            ("claim_id", _STR),
+            ("doc_id", _STR),
+            ("claim_type", _STR),
+            ("lesson", _STR),
+            ("mistake", _STR),
+            ("correction", _STR),
+            ("trigger", _STR),  # "type|stemmed content words" (kb.lessons.matches)
+            ("found_on", pa.date32()),
+        ]
+    ),
 }
 
 # Tables written outside runs, one file per append (not hive-partitioned by run).
