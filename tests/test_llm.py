@@ -431,3 +431,26 @@ def test_rules_then_d3_end_to_end(serve):
     assert [v.claim_id for v in r.verdicts] == ["sure", "unsure", "noev"]
     assert r.escalated == 1 and len(s.requests) == 1 and "restored by the account owner" in s.requests[0]["messages"][-1]["content"]
     assert r.verdicts[0] == cheap[0] and r.verdicts[2] == cheap[2]
+
+
+def test_concurrency_limit(serve):
+    state = {"now": 0, "max": 0}
+    lock = threading.Lock()
+
+    def respond(body, headers, n):
+        with lock:
+            state["now"] += 1
+            state["max"] = max(state["max"], state["now"])
+        time.sleep(0.15)
+        with lock:
+            state["now"] -= 1
+        return 200, CLEAN, None, 0
+
+    s = serve(respond)
+    claims = [_claim(f"c{i}", "Backups are kept for 30 days on the Team plan.") for i in range(6)]
+    verdicts = [_weak(c.claim_id) for c in claims]
+    t0 = time.perf_counter()
+    r = escalate(claims, {c.claim_id: [_ev(c.claim_id)] for c in claims}, verdicts, _settings(s), TODAY,
+                 route=_route(concurrency=2))  # fmt: skip
+    assert r.accepted == 6 and state["max"] == 2
+    assert time.perf_counter() - t0 < 6 * 0.15  # ran two at a time

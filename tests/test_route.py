@@ -213,3 +213,22 @@ def test_quotes_must_match_the_passages_with_the_same_numbers():
     assert g.ok and g.cited == [1]
     assert not ground(["not stated"], ev, cs).ok  # nothing grounded at all
     assert not ground(['"allows 600 requests" [P2]'], ev, cs).ok  # only one passage was shown
+
+
+def test_deep_rewrite_reaches_the_correction_step():
+    """kb.correct drafts from DeepVerdict.corrected_text when there is no slot to swap."""
+    from kb.correct import draft_edits
+    from kb.parse import parse_document
+    from kb.verify import Verifier, VerifierSettings
+
+    text = "# Backups\n\nTeam plan backups are retained for a fortnight.\n"
+    doc = parse_document(text.encode(), "kb/b.md", "/tmp/b.md")
+    start = text.index("Team")
+    end = text.index("fortnight.") + len("fortnight.")
+    claim = Claim("c1", "kb/b.md", doc.version_id, start, end, text[start:end], text[start:end])
+    passage = "Backups are kept for 30 days on the Team plan."
+    ev = Evidence("c1", 1, "p1", "bp", "v", date(2026, 1, 1), 1.0, passage, passage, 1.0, 1.0, 1.0)
+    v = DeepVerdict(claim_id="c1", label="contradicted", confidence=0.85, tier="llm", rationale="deep verifier",
+                    corrected_text="Team plan backups are kept for 30 days.", verified_with_discrepancy=True)  # fmt: skip
+    (edit,) = draft_edits([doc], [claim], [v], {"c1": [ev]}, verifier=Verifier(VerifierSettings(use_model=False)), today=TODAY)
+    assert edit.status in ("auto", "queued") and edit.new_text == "Team plan backups are kept for 30 days."
