@@ -467,7 +467,7 @@ def _run_deep(order, claims_by_id, evidence, depth, rs, client, lesson_ids, toda
         if outcome.verified_with_discrepancy:
             result.discrepancies += 1
             result.lessons.append(lesson_row(claim, outcome.discrepancies, outcome.corrected_text, today, before.tier))
-        result.verdicts[i] = new
+        result.verdicts[i] = dataclasses.replace(new, reused=False)  # decided afresh this run
         result.details.append({**row, "accepted": True, "reason": outcome.reason, "label_after": new.label,
                                "verified_with_discrepancy": outcome.verified_with_discrepancy})  # fmt: skip
 
