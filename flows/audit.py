@@ -11,7 +11,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from kb.config import Settings
 from kb.log import logger
-from kb.pipeline import AuditResult, Caches
+from kb.pipeline import AuditResult, Caches, merge_counts, runs_row
 from kb.review import rejected_proposals, writable_root
 from kb.store import Store, new_run_id
 from tasks.stages import (
@@ -23,79 +23,159 @@ from tasks.stages import (
     split_task,
     status_task,
     verify_task,
-    write_task,
+    stage_task,
 )
 
 
-def _shards(items: list, size: int) -> list[list]:
+def _batches(items: list, size: int) -> list[list]:
     return [items[i : i + size] for i in range(0, len(items), size)] or [[]]
+
+
+def _as_settings(settings: Settings | dict) -> Settings:
+    """Deployments pass settings as JSON (Settings.public_dict())."""
+    settings = Settings.from_public_dict(settings) if isinstance(settings, dict) else settings
+    settings.validate()
+    if settings.apply:
+        writable_root(settings.docs_root)  # fail before any work if the KB may not be written
+    return settings
+
+
+def audit_body(settings: Settings, store: Store, run_id: str, shard: tuple[int, int] = (0, 1)) -> dict:
+    """Every stage for the documents of one shard, staged under the run (not yet visible).
+
+    Returns the shard's counts (kb.pipeline.run_counts). The caller holds the store lock.
+    """
+    shard_index, shard_count = shard
+    part = f"part-{shard_index}"
+    clock = time.perf_counter()
+    result = AuditResult()
+    cache_dir = settings.out / "cache"
+    caches = Caches.at(cache_dir / "stages", read=not settings.full)
+    previous_claims = _previous_claim_ids(store)
+    tag = f"[shard {shard_index + 1}/{shard_count}] " if shard_count > 1 else ""
+
+    result.documents, result.errors = ingest_task(settings, shard)
+    logger.info("%s[1/6] ingest: %d documents, %d errors", tag, len(result.documents), len(result.errors))
+    for batch in _batches(result.documents, settings.shard_size):
+        claims, errors = split_task(batch, caches)
+        result.claims += claims
+        result.errors += errors
+    checkworthy = sum(1 for c in result.claims if c.checkworthy)
+    logger.info("%s[2/6] claims: %d (%d check-worthy)", tag, len(result.claims), checkworthy)
+
+    sources, source_errors = sources_task(settings)
+    if shard_index == 0:  # every shard reads every source; one reports their errors
+        result.errors += source_errors
+    result.evidence, receipt, searches_reused = retrieve_task(
+        sources, result.claims, settings, caches, run_id, cache_dir, settings.out / "keys"
+    )
+    result.receipts = [receipt]
+    logger.info(
+        "%s[3/6] retrieve: %d source versions, evidence for %d claims (%d searches reused)",
+        tag, len(sources), len(result.evidence), searches_reused,
+    )
+
+    result.verdicts = verify_task(result.claims, result.evidence, settings, caches)
+    result.redo_reasons = _redo_reasons(result.verdicts, previous_claims, settings.full)
+    logger.info("%s[4/6] verify: %s; reused %d verdicts, redone: %s", tag, result.label_counts(),
+                sum(v.reused for v in result.verdicts), result.redo_reasons or "none")
+    suppressed = rejected_proposals(store) if store.run_ids() else {}
+    result.edits = correct_task(result.documents, result.claims, result.verdicts, result.evidence, settings, suppressed)
+    result.doc_status = status_task(result.documents, result.claims, result.verdicts)
+    logger.info("%s[5/6] corrections: %s", tag, dict(Counter(e.status for e in result.edits)) or "none needed")
+
+    result.seconds = time.perf_counter() - clock
+    return stage_task(store, run_id, result, part)
+
+
+def _commit(store: Store, settings: Settings, run_id: str, counts: dict, started_at: dt.datetime, seconds: float) -> dict:
+    row = runs_row(counts, settings, started_at, seconds)
+    store.commit_run(run_id, row)
+    logger.info("[6/6] store: run %s written to %s", run_id, settings.out)
+    if settings.apply:
+        outcomes = apply_task(store, settings.docs_root)
+        logger.info("applied edits: %s", dict(Counter(o.status for o in outcomes)) or "none accepted")
+    _publish_artifacts(run_id, row)
+    return {"run_id": run_id, **{k: v for k, v in row.items() if k not in ("started_at", "finished_at", "config")}}
+
+
+class _locked_run:
+    """The store lock for the whole run, and a clean staging area."""
+
+    def __init__(self, settings: Settings):
+        self.store = Store(settings.out)
+
+    def __enter__(self) -> Store:
+        self.store.lock()
+        removed = self.store.clear_stale_staging()
+        if removed:
+            logger.warning("removed %d unfinished run(s) from an earlier crash: %s", len(removed), ", ".join(removed))
+        return self.store
+
+    def __exit__(self, *exc) -> None:
+        self.store.unlock()
 
 
 @flow(name="audit", validate_parameters=False)
 def audit(settings: Settings | dict, run_id: str | None = None) -> dict:
-    """Audit one KB folder against its sources and write a new run to the store.
-
-    `settings` may be a dict (Settings.public_dict()), as a deployment passes it.
-    """
-    if isinstance(settings, dict):
-        settings = Settings.from_public_dict(settings)
-    settings.validate()
-    if settings.apply:
-        writable_root(settings.docs_root)  # fail before any work if the KB may not be written
-    store = Store(settings.out)
-    store.lock()
-    try:
-        removed = store.clear_stale_staging()
-        if removed:
-            logger.warning("removed %d unfinished run(s) from an earlier crash: %s", len(removed), ", ".join(removed))
+    """Audit one KB folder against its sources and write a new run to the store."""
+    settings = _as_settings(settings)
+    with _locked_run(settings) as store:
         run_id = run_id or new_run_id()
         started_at = dt.datetime.now(dt.timezone.utc)
         clock = time.perf_counter()
-        result = AuditResult()
-        cache_dir = settings.out / "cache"
-        caches = Caches.at(cache_dir / "stages", read=not settings.full)
-        previous_claims = _previous_claim_ids(store)
+        counts = audit_body(settings, store, run_id)
+        return _commit(store, settings, run_id, counts, started_at, time.perf_counter() - clock)
 
-        result.documents, result.errors = ingest_task(settings)
-        logger.info("[1/6] ingest: %d documents, %d errors", len(result.documents), len(result.errors))
-        for shard in _shards(result.documents, settings.shard_size):
-            claims, errors = split_task(shard, caches)
-            result.claims += claims
-            result.errors += errors
-        checkworthy = sum(1 for c in result.claims if c.checkworthy)
-        logger.info("[2/6] claims: %d (%d check-worthy)", len(result.claims), checkworthy)
 
-        sources, source_errors = sources_task(settings)
-        result.errors += source_errors
-        result.evidence, receipt, searches_reused = retrieve_task(
-            sources, result.claims, settings, caches, run_id, cache_dir, settings.out / "keys"
-        )
-        result.receipts = [receipt]
-        logger.info(
-            "[3/6] retrieve: %d source versions, evidence for %d claims (%d searches reused)",
-            len(sources), len(result.evidence), searches_reused,
-        )
+@flow(name="audit-shard", validate_parameters=False)
+def audit_shard(settings: Settings | dict, run_id: str, shard_index: int, shard_count: int) -> dict:
+    """One shard of a sharded run: stages its documents' rows under the parent's run id.
 
-        result.verdicts = verify_task(result.claims, result.evidence, settings, caches)
-        result.redo_reasons = _redo_reasons(result.verdicts, previous_claims, settings.full)
-        logger.info("[4/6] verify: %s; reused %d verdicts, redone: %s", result.label_counts(),
-                    sum(v.reused for v in result.verdicts), result.redo_reasons or "none")
-        suppressed = rejected_proposals(store) if store.run_ids() else {}
-        result.edits = correct_task(result.documents, result.claims, result.verdicts, result.evidence, settings, suppressed)
-        result.doc_status = status_task(result.documents, result.claims, result.verdicts)
-        counts = Counter(e.status for e in result.edits)
-        logger.info("[5/6] corrections: %s", dict(counts) or "none needed")
+    Runs as a deployment on a work pool's workers; the parent flow holds the store lock and
+    commits once every shard has finished.
+    """
+    settings = _as_settings(settings)
+    return audit_body(settings, Store(settings.out), run_id, (shard_index, shard_count))
 
-        result.seconds = time.perf_counter() - clock
-        row = write_task(store, run_id, result, settings, started_at)
-        logger.info("[6/6] store: run %s written to %s", run_id, settings.out)
-        if settings.apply:
-            outcomes = apply_task(store, settings.docs_root)
-            logger.info("applied edits: %s", dict(Counter(o.status for o in outcomes)) or "none accepted")
-        _publish_artifacts(run_id, row)
-        return {"run_id": run_id, **{k: v for k, v in row.items() if k not in ("started_at", "finished_at", "config")}}
-    finally:
-        store.unlock()
+
+@flow(name="audit-sharded", validate_parameters=False)
+def audit_sharded(settings: Settings | dict, shards: int = 2, deployment: str | None = None, run_id: str | None = None) -> dict:
+    """Fan the documents out by hash into `shards` shards and commit them as one run.
+
+    With `deployment` (e.g. "audit-shard/kbaudit-shard"), each shard runs as a flow run of that
+    deployment on the work pool's workers; without it, the shards run here one after another.
+    """
+    from prefect.deployments import run_deployment
+    from prefect.states import StateType
+
+    settings = _as_settings(settings)
+    with _locked_run(settings) as store:
+        run_id = run_id or new_run_id()
+        started_at = dt.datetime.now(dt.timezone.utc)
+        clock = time.perf_counter()
+        if deployment is None:
+            parts = [audit_shard(settings, run_id, i, shards) for i in range(shards)]
+        else:
+            parameters = lambda i: {"settings": settings.public_dict(), "run_id": run_id, "shard_index": i, "shard_count": shards}  # noqa: E731
+            flow_runs = [run_deployment(deployment, parameters=parameters(i), timeout=0) for i in range(shards)]
+            parts = [_wait_for(run, StateType) for run in flow_runs]
+        return _commit(store, settings, run_id, merge_counts(parts), started_at, time.perf_counter() - clock)
+
+
+def _wait_for(flow_run, state_types, poll_s: float = 2.0) -> dict:
+    """Wait for a deployment's flow run and return its result (the shard's counts)."""
+    from prefect import get_client
+
+    with get_client(sync_client=True) as client:
+        while True:
+            flow_run = client.read_flow_run(flow_run.id)
+            if flow_run.state and flow_run.state.is_final():
+                break
+            time.sleep(poll_s)
+    if flow_run.state.type != state_types.COMPLETED:
+        raise RuntimeError(f"shard flow run {flow_run.name} ended {flow_run.state.type.value}: {flow_run.state.message}")
+    return flow_run.state.result()
 
 
 def _previous_claim_ids(store: Store) -> set[str]:

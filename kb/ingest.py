@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 import pathspec
 
@@ -50,9 +51,13 @@ def list_documents(root: Path) -> tuple[list[Path], list[IngestError]]:
     return files, errors
 
 
-def ingest(root: Path, max_bytes: int) -> tuple[list[Document], list[IngestError]]:
+def ingest(root: Path, max_bytes: int, select: Callable[[str], bool] | None = None) -> tuple[list[Document], list[IngestError]]:
+    """Parse every document under root (only those whose id `select` accepts, when given)."""
     root = Path(root)
     files, errors = list_documents(root)
+    if select is not None:
+        files = [f for f in files if select(f.relative_to(root.resolve()).as_posix())]
+        errors = [e for e in errors if select(e.path)]
     documents: list[Document] = []
     resolved_root = root.resolve()
     for path in files:

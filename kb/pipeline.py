@@ -117,8 +117,15 @@ class Caches:
         return [found[k] for k in keys], set(missing)
 
 
-def ingest_stage(settings: Settings) -> tuple[list[Document], list[IngestError]]:
-    return ingest(settings.docs_root, settings.max_doc_bytes)
+def shard_of(doc_id: str, shard_count: int) -> int:
+    """Documents go to shards by a hash of their id: stable across runs and machines."""
+    return int(hashlib.sha256(doc_id.encode("utf-8")).hexdigest()[:8], 16) % shard_count
+
+
+def ingest_stage(settings: Settings, shard: tuple[int, int] = (0, 1)) -> tuple[list[Document], list[IngestError]]:
+    shard_index, shard_count = shard
+    select = None if shard_count == 1 else (lambda doc_id: shard_of(doc_id, shard_count) == shard_index)
+    return ingest(settings.docs_root, settings.max_doc_bytes, select=select)
 
 
 def split_stage(documents: list[Document], caches: Caches | None = None) -> tuple[list[Claim], list[IngestError]]:
@@ -319,8 +326,39 @@ def document_rows(result: AuditResult) -> list[dict]:
     return rows
 
 
-def runs_row(result: AuditResult, settings: Settings, started_at: dt.datetime, status: str = "completed") -> dict:
-    counts = result.label_counts()
+COUNT_KEYS = ("documents", "claims", "checkworthy", *LABELS, "reused", "escalated", "ingest_errors", "edits", "calls", "tokens")
+
+
+def run_counts(result: AuditResult) -> dict:
+    """The additive part of a runs row: shards of one run sum these."""
+    return {
+        "documents": len(result.documents),
+        "claims": len(result.claims),
+        "checkworthy": sum(1 for c in result.claims if c.checkworthy),
+        **result.label_counts(),
+        "reused": sum(1 for v in result.verdicts if v.reused),
+        "escalated": 0,
+        "ingest_errors": len(result.errors),
+        "edits": sum(1 for e in result.edits if e.status in PROPOSED),
+        "calls": 0,
+        "tokens": 0,
+        "redo_reasons": dict(result.redo_reasons),
+        "seconds": result.seconds,
+    }
+
+
+def merge_counts(parts: list[dict]) -> dict:
+    merged: dict = {key: sum(int(p.get(key, 0)) for p in parts) for key in COUNT_KEYS}
+    reasons: dict[str, int] = {}
+    for part in parts:
+        for why, n in part.get("redo_reasons", {}).items():
+            reasons[why] = reasons.get(why, 0) + n
+    merged["redo_reasons"] = reasons
+    merged["seconds"] = max((float(p.get("seconds", 0.0)) for p in parts), default=0.0)
+    return merged
+
+
+def runs_row(counts: dict, settings: Settings, started_at: dt.datetime, seconds: float, status: str = "completed") -> dict:
     return {
         "started_at": started_at,
         "finished_at": dt.datetime.now(dt.timezone.utc),
@@ -330,37 +368,38 @@ def runs_row(result: AuditResult, settings: Settings, started_at: dt.datetime, s
         "sources_root": ",".join(str(s) for s in settings.sources_roots),
         "config_hash": settings.config_hash(),
         "config": json.dumps(settings.public_dict(), sort_keys=True),
-        "documents": len(result.documents),
-        "claims": len(result.claims),
-        "checkworthy": sum(1 for c in result.claims if c.checkworthy),
-        **counts,
-        "reused": sum(1 for v in result.verdicts if v.reused),
-        "redo_reasons": json.dumps(result.redo_reasons, sort_keys=True),
-        "escalated": 0,
-        "ingest_errors": len(result.errors),
-        "edits": sum(1 for e in result.edits if e.status in PROPOSED),
-        "calls": 0,
-        "tokens": 0,
-        "seconds": result.seconds,
+        **{key: counts[key] for key in COUNT_KEYS},
+        "redo_reasons": json.dumps(counts.get("redo_reasons", {}), sort_keys=True),
+        "seconds": seconds,
     }
+
+
+def stage_tables(store: Store, run_id: str, result: AuditResult, part: str = "part-0") -> dict:
+    """Write every table of this (shard of a) run to the run's staging folder; returns its counts.
+
+    Nothing is visible until `Store.commit_run`.
+    """
+    evidence_rows = [
+        {**e.__dict__, "evidence_id": e.evidence_id} for claim_id in sorted(result.evidence) for e in result.evidence[claim_id]
+    ]
+    tables = {
+        "documents": document_rows(result),
+        "ingest_errors": result.errors,
+        "claims": result.claims,
+        "evidence": evidence_rows,
+        "verdicts": result.verdicts,
+        "edits": result.edits,
+        "receipts": result.receipts,
+        **run_tables(result.documents, result.claims, result.verdicts, result.edits),
+    }
+    for table, rows in tables.items():
+        store.write_table(run_id, table, rows, part=part)
+    return run_counts(result)
 
 
 def write_run(store: Store, run_id: str, result: AuditResult, settings: Settings, started_at: dt.datetime) -> dict:
     """Stage every table, then make the run visible in one step (see kb.store)."""
-    evidence_rows = []
-    for claim_id in sorted(result.evidence):
-        for e in result.evidence[claim_id]:
-            row = {**e.__dict__, "evidence_id": e.evidence_id}
-            evidence_rows.append(row)
-    store.write_table(run_id, "documents", document_rows(result))
-    store.write_table(run_id, "ingest_errors", result.errors)
-    store.write_table(run_id, "claims", result.claims)
-    store.write_table(run_id, "evidence", evidence_rows)
-    store.write_table(run_id, "verdicts", result.verdicts)
-    store.write_table(run_id, "edits", result.edits)
-    for table, rows in run_tables(result.documents, result.claims, result.verdicts, result.edits).items():
-        store.write_table(run_id, table, rows)
-    store.write_table(run_id, "receipts", result.receipts)
-    row = runs_row(result, settings, started_at)
+    counts = stage_tables(store, run_id, result)
+    row = runs_row(counts, settings, started_at, result.seconds)
     store.commit_run(run_id, row)
     return row

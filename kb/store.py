@@ -111,13 +111,14 @@ class Store:
                 removed.append(child.name)
         return removed
 
-    def write_table(self, run_id: str, table: str, rows: Iterable) -> int:
+    def write_table(self, run_id: str, table: str, rows: Iterable, part: str = "part-0") -> int:
+        """Stage one part of a run's table (shards of one run write parts of their own)."""
         data = to_arrow(table, rows)
         folder = self.staging(run_id) / table
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / "part-0.parquet.tmp"
+        tmp = folder / f"{part}.parquet.tmp"
         pq.write_table(data, tmp)
-        os.replace(tmp, folder / "part-0.parquet")
+        os.replace(tmp, folder / f"{part}.parquet")
         return data.num_rows
 
     def append_table(self, table: str, rows: Iterable, refresh: bool = True) -> Path:

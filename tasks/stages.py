@@ -13,8 +13,8 @@ from kb.records import Claim, Document, Evidence, Verdict
 
 
 @task(name="ingest", cache_policy=NO_CACHE)
-def ingest_task(settings: Settings):
-    return pipeline.ingest_stage(settings)
+def ingest_task(settings: Settings, shard: tuple[int, int] = (0, 1)):
+    return pipeline.ingest_stage(settings, shard)
 
 
 @task(name="split-claims", cache_policy=NO_CACHE)
@@ -56,6 +56,6 @@ def status_task(documents: list[Document], claims: list[Claim], verdicts: list[V
     return pipeline.status_stage(documents, claims, verdicts)
 
 
-@task(name="write-store", cache_policy=NO_CACHE)
-def write_task(store, run_id, result, settings, started_at):
-    return pipeline.write_run(store, run_id, result, settings, started_at)
+@task(name="stage-tables", cache_policy=NO_CACHE)
+def stage_task(store, run_id: str, result: pipeline.AuditResult, part: str):
+    return pipeline.stage_tables(store, run_id, result, part)
