@@ -374,6 +374,7 @@ def _inline(out: _Text, s: str, base: int) -> None:
     i = 0
     n = len(s)
     find = _INLINE_SPECIAL.search
+    brackets: dict[int, int] | None = None  # computed on the first "["
     while i < n:
         m = find(s, i)
         if m is None:
@@ -420,7 +421,9 @@ def _inline(out: _Text, s: str, base: int) -> None:
                 out.add(s[j:k], base + j)  # "2 * 3"
             i = k
         elif c == "!" and j + 1 < n and s[j + 1] == "[":
-            end = _link_end(s, j + 1)
+            if brackets is None:
+                brackets = _match_brackets(s)
+            end = _link_end(s, j + 1, brackets)
             if end is None:
                 out.add(c, base + j)
                 i = j + 1
@@ -429,7 +432,9 @@ def _inline(out: _Text, s: str, base: int) -> None:
         elif c == "[" and j + 1 < n and s[j + 1] == "^" and (fn := _FOOTNOTE_REF.match(s, j)):
             i = fn.end()  # footnote reference "[^1]"
         elif c == "[":
-            end = _link_end(s, j)
+            if brackets is None:
+                brackets = _match_brackets(s)
+            end = _link_end(s, j, brackets)
             if end is None:
                 out.add(c, base + j)
                 i = j + 1
@@ -475,50 +480,43 @@ def _inline(out: _Text, s: str, base: int) -> None:
             i = j + 1
 
 
-def _link_end(s: str, j: int) -> tuple[int, int] | None:
-    """For ``[label](dest)``, ``[label][ref]`` or ``[label]`` at ``s[j] == '['``: (label end, after)."""
-    limit = min(len(s), j + _INLINE_WINDOW)
-    depth = 0
-    k = j
-    while k < limit:
-        ch = s[k]
-        if ch == "\\":
-            k += 2
-            continue
-        if ch == "`":  # a code span inside a label: skip it
-            close = s.find("`", k + 1, limit)
-            if close == -1:
-                return None
-            k = close + 1
-            continue
+_BRACKETS = re.compile(r"\\.|[\[\]()]")
+
+
+def _match_brackets(s: str) -> dict[int, int]:
+    """Position of each "[" or "(" -> position of its closing "]" or ")" (one linear pass)."""
+    match: dict[int, int] = {}
+    squares: list[int] = []
+    rounds: list[int] = []
+    for m in _BRACKETS.finditer(s):
+        ch = m.group(0)
         if ch == "[":
-            depth += 1
+            squares.append(m.start())
         elif ch == "]":
-            depth -= 1
-            if depth == 0:
-                break
-        k += 1
-    else:
+            if squares:
+                match[squares.pop()] = m.start()
+        elif ch == "(":
+            rounds.append(m.start())
+        elif ch == ")" and rounds:
+            match[rounds.pop()] = m.start()
+    return match
+
+
+def _link_end(s: str, j: int, match: dict[int, int]) -> tuple[int, int] | None:
+    """For ``[label](dest)``, ``[label][ref]`` or ``[label]`` at ``s[j] == '['``: (label end, after).
+
+    ``match`` comes from ``_match_brackets(s)``, so each call is O(1) and a paragraph of a
+    hundred thousand "[" stays linear.
+    """
+    label_end = match.get(j)
+    if label_end is None or label_end - j > _INLINE_WINDOW:
         return None
-    label_end = k
     nxt = label_end + 1
     if nxt < len(s) and s[nxt] == "(":
-        depth = 0
-        q = nxt
-        limit = min(len(s), nxt + _INLINE_WINDOW)
-        while q < limit:
-            ch = s[q]
-            if ch == "\\":
-                q += 2
-                continue
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-                if depth == 0:
-                    return label_end, q + 1
-            q += 1
-        return None
+        close = match.get(nxt)
+        if close is None or close - nxt > _INLINE_WINDOW:
+            return None
+        return label_end, close + 1
     if nxt < len(s) and s[nxt] == "[":
         close = s.find("]", nxt + 1, min(len(s), nxt + 200))
         if close != -1:

@@ -203,6 +203,9 @@ def test_binary_and_invalid_utf8_are_rejected():
         "```\nunclosed fence\n" * 3,
         "[unclosed link](http://x " * 50,
         "`" * 5000,
+        "[" * 100_000,  # was quadratic: every "[" scanned ahead for its "]"
+        "![" * 50_000,
+        "[a](" * 50_000,
         "*" * 10000 + "_" * 10000,
         "<div><p>unclosed <b>" * 200,
         "| a | b |\n|---|\n| 1 |\n" * 10,
