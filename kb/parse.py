@@ -236,6 +236,8 @@ def read_front_matter(text: str) -> tuple[dict, int]:
         raise ParseError(f"malformed front matter{where}: {_one_line(problem)}") from None
     except RecursionError:
         raise ParseError("front matter nests too deeply") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. a timestamp such as 2024-13-45
+        raise ParseError(f"malformed front matter: {_one_line(exc)}") from None
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):

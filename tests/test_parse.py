@@ -177,6 +177,8 @@ def test_kbaudit_ignore_front_matter():
         ("a: &x [1, 2]\nb: *x", "alias"),
         ("a: &a ['lol','lol']\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: [*b,*b,*b,*b,*b,*b,*b,*b,*b]", "alias"),
         ("a: [unclosed", "malformed"),
+        ("updated: 2024-13-45", "malformed"),
+        ("a: " + "[" * 5000 + "]" * 5000, "nests too deeply"),
         ("- just\n- a list", "not a mapping"),
         ("x: " + "y" * (70 * 1024), "larger than"),
     ],
