@@ -280,6 +280,12 @@ def _as_tags(value) -> tuple[str, ...]:
     return (str(value),)
 
 
+def _truthy(value) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "yes", "on", "1")
+    return value is True or value == 1
+
+
 def _as_risk(value) -> str | None:
     if value is None:
         return None
@@ -352,7 +358,7 @@ def parse_document(raw: bytes, doc_id: str, path: str) -> Document:
         meta=meta,
         blocks=tuple(blocks),
         bytes=len(raw),
-        ignore=bool(kb_meta.get("ignore")) if kb_meta else False,
+        ignore=_truthy(kb_meta.get("ignore")) if kb_meta else False,
     )
 
 

@@ -167,6 +167,8 @@ def test_title_falls_back_to_stem():
 def test_kbaudit_ignore_front_matter():
     assert parse("---\nkbaudit: {ignore: true}\n---\nText.\n").ignore is True
     assert parse("Text.\n").ignore is False
+    assert parse('---\nkbaudit: {ignore: "false"}\n---\nText.\n').ignore is False
+    assert parse("---\nkbaudit:\n  ignore: yes\n---\nText.\n").ignore is True
 
 
 @pytest.mark.parametrize(
