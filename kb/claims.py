@@ -366,6 +366,12 @@ _GREETING = re.compile(
     r"congratulations|enjoy|have fun|best regards|regards|we hope you|hope you|good luck)\b",
     re.I,
 )
+# a lead-in that introduces steps: its items are instructions ("To install: 1. Run ...")
+_STEPS_LEAD = re.compile(
+    r"\b(?:steps?|to (?:install|set up|setup|configure|enable|upgrade|deploy|get started|start|reset|fix|"
+    r"connect|run|use|create|update|remove|uninstall)|how to|follow(?:ing)? (?:these|the) (?:steps|instructions)|"
+    r"do the following|instructions|procedure|checklist|you (?:need|have|must|should) to)\b"
+)
 _CONDITION = re.compile(r"^(?:if|when|whenever|once|after|before|to|in case)\b[^,]{1,120},\s+", re.I)
 _NOTE_PREFIX = re.compile(r"^(?:note|nb|n\.b\.|important|warning|caution|tip|fyi)\s*[:,-]\s*(?:that\s+)?", re.I)
 _ANSWER_PREFIX = re.compile(r"^(?:yes|no|yep|nope|sure|correct)\s*[,:;.!-]\s+(?=\S)", re.I)
@@ -579,13 +585,15 @@ def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings) 
     if _GREETING.match(stripped):
         return False, "greeting"
     body = stripped
+    steps = False
     if unit.has_context and ": " in body:
-        body = body.split(": ", 1)[1]
+        lead, body = body.split(": ", 1)
+        steps = unit.kind != "cell" and _STEPS_LEAD.search(lead.lower()) is not None
     cond = _CONDITION.match(body)
     if cond:  # "If the connection drops, restart the app." -> look at the main clause
         body = body[cond.end():]
     first = re.split(r"[\s,]+", body.lstrip("*_`\"'(["), maxsplit=1)[0].lower()
-    if not unit.has_context and (first in IMPERATIVE_VERBS or first in ("don't", "never", "always")) and not (
+    if (not unit.has_context or steps) and (first in IMPERATIVE_VERBS or first in ("don't", "never", "always")) and not (
         first in ("use", "set", "keep", "add") and re.match(r"^\w+s\b", body)
     ):
         return False, "instruction"

@@ -229,3 +229,12 @@ def test_definition_lists_and_answers_are_self_contained():
     texts = [c.text for c in claims if c.checkworthy]
     assert "RPO: The data loss window is 1 hour." in texts
     assert "Storage is encrypted with AES-256." in texts
+
+
+def test_steps_under_an_instructional_lead_in_are_instructions():
+    _, claims = claims_of("To install kbaudit:\n\n1. Run pip install kbaudit.\n2. Open the config file.\n\n"
+                          "The release adds:\n\n- Export to CSV\n")
+    by_text = {c.text: c for c in claims}
+    assert by_text["To install kbaudit: Run pip install kbaudit."].reason == "instruction"
+    assert by_text["To install kbaudit: Open the config file."].checkworthy is False
+    assert by_text["The release adds: Export to CSV"].checkworthy is True  # a feature, not a step

@@ -18,7 +18,7 @@ import argparse
 import json
 import re
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 from kb.claims import split_claims, split_sentences
