@@ -138,7 +138,7 @@ class _Unit:
 _SEMI = re.compile(r";\s+")
 _COLON_LIST = re.compile(r"^(?P<lead>[^:]{2,80}?):\s+(?P<items>.+?)[.]?$")
 _LIST_SEP = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
-_AND = re.compile(r",?\s+and\s+")
+_AND = re.compile(r",\s+(?:and\s+)?|\s+and\s+")
 
 VERB_WORDS = frozenset(
     """

@@ -80,6 +80,10 @@ def test_atomic_claims_coordination_and_lead_ins():
     texts = [c.text for c in claims if c.checkworthy]
     assert "Payments API launched in 2019" in texts  # "The API" resolved from the heading
     assert "Payments API serves 40 regions." in texts
+    _, more = claims_of("The gateway launched in 2019, serves 40 regions and runs 3 data centres.\n")
+    assert [c.text for c in more] == [
+        "The gateway launched in 2019", "The gateway serves 40 regions", "The gateway runs 3 data centres."
+    ]
     assert {"Supported regions: us-east-1", "Supported regions: eu-west-1", "Supported regions: ap-south-1"} <= set(texts)
     assert "Payments API supports: SSO" in texts and "Payments API supports: SCIM" in texts
     assert "Plan Pro: Price is $49" in texts and "Plan Pro: Limit is 500 rps" in texts
