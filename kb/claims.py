@@ -378,7 +378,7 @@ _ANSWER_PREFIX = re.compile(r"^(?:yes|no|yep|nope|sure|correct)\s*[,:;.!-]\s+(?=
 _NOTE_THAT = re.compile(r"^(?:note|remember) that\s+", re.I)
 
 _SPECULATIVE = re.compile(
-    r"\b(?:may|might|could|possibly|probably|likely|unlikely|perhaps|expected to|expects? to|plans? to|planned|"
+    r"\b(?:may(?!\s+\d)|might|could|possibly|probably|likely|unlikely|perhaps|expected to|expects? to|plans? to|planned|"
     r"is going to|are going to|will (?:likely|probably|soon)|roadmap|intends? to|aims? to|should (?:soon|eventually))\b",
     _LOWER,
 )
@@ -417,6 +417,11 @@ _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
     r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
+_CALENDAR_DATE = re.compile(
+    r"\b(?:(?:19|20)\d\d-\d\d(?:-\d\d)?|\d{1,2}(?:st|nd|rd|th)?\s+" + _MONTH + r"\.?(?:\s+(?:19|20)\d\d)?|"
+    + _MONTH + r"\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+(?:19|20)\d\d)?)\b",
+    re.I,
+)
 _DATE = re.compile(
     r"\b(?:(?:19|20)\d\d-\d\d(?:-\d\d)?|(?:in|since|until|before|after|by|from|as of|of|on|during|early|late|mid|"
     r"end of|q[1-4])\s+(?:(?:19|20)\d\d)|" + _MONTH + r"\.?\s+(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?(?:19|20)\d\d|"
@@ -424,7 +429,7 @@ _DATE = re.compile(
     _LOWER,
 )
 _TEMPORAL_WORDS = re.compile(
-    r"\b(?:since|until|deprecated|sunset|end[- ]of[- ]life|eol|released|launched|founded|"
+    r"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|since|until|deprecated|sunset|end[- ]of[- ]life|eol|released|launched|founded|"
     r"established|ago|yesterday|tomorrow|today|tonight|(?:introduced|added|removed|shipped)\s+in\s+v?\d|"
     r"(?:last|next|this|previous|coming)\s+(?:year|month|week|quarter)|(?:last|next|previous|coming)\s+"
     r"(?:release|version|sprint))\b",
@@ -501,7 +506,9 @@ _QUANTITY_LEADS = frozenset(
 
 
 def _has_quantity(text: str) -> bool:
-    """True if ``text`` states a quantity (not just a version or an identifier such as TLS 1.2)."""
+    """True if ``text`` states a quantity (not a date, a version or an identifier such as TLS 1.2)."""
+    if any(ch.isdigit() for ch in text):
+        text = _CALENDAR_DATE.sub(" ", text)  # "on 12 February 2024" holds no quantity
     for m in _NUMBER.finditer(text):
         tok = m.group(0)
         if not _UNITLESS.fullmatch(tok):
@@ -547,7 +554,8 @@ def classify(text: str, is_policy: bool = False) -> tuple[str, bool, str, tuple[
         ctype = "causal"
     elif superlative or (_COMPARATIVE.search(low) and not _COMPARATOR_NUM.search(low) and "%" not in text):
         ctype = "comparative"
-    elif time_sensitive or _DATE.search(low) or _TEMPORAL_WORDS.search(low):
+    elif time_sensitive or _TEMPORAL_WORDS.search(low) or (not has_number and _DATE.search(low)):
+        # a date alone makes a claim temporal; a quantity dated by a year ("grew 35% in 2023") is numeric
         ctype = "temporal"
     elif has_number:
         ctype = "numeric"
