@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 from collections import Counter
 
@@ -11,12 +12,14 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from kb.config import Settings
 from kb.log import logger
+from kb.lessons import load_lessons
 from kb.pipeline import AuditResult, Caches, merge_counts, runs_row
 from kb.review import rejected_proposals, writable_root
 from kb.store import Store, new_run_id
 from tasks.stages import (
     apply_task,
     correct_task,
+    escalate_task,
     ingest_task,
     retrieve_task,
     sources_task,
@@ -79,6 +82,10 @@ def audit_body(settings: Settings, store: Store, run_id: str, shard: tuple[int, 
     result.redo_reasons = _redo_reasons(result.verdicts, previous_claims, settings.full)
     logger.info("%s[4/6] verify: %s; reused %d verdicts, redone: %s", tag, result.label_counts(),
                 sum(v.reused for v in result.verdicts), result.redo_reasons or "none")
+    result.escalation = escalate_task(result.claims, result.evidence, result.verdicts, settings, load_lessons(store))
+    result.verdicts, result.lessons = result.escalation.verdicts, result.escalation.lessons
+    for note in result.escalation.summary_notes:
+        logger.info("%s%s", tag, note)
     suppressed = rejected_proposals(store) if store.run_ids() else {}
     result.edits = correct_task(result.documents, result.claims, result.verdicts, result.evidence, settings, suppressed)
     result.doc_status = status_task(result.documents, result.claims, result.verdicts)
@@ -214,6 +221,7 @@ def _publish_artifacts(run_id: str, row: dict) -> None:
         f"- claims: {row['claims']} ({row['checkworthy']} check-worthy)",
         *[f"- {label}: {row[label]}" for label in labels],
         f"- edits drafted: {row['edits']}",
+        *[f"- note: {note}" for note in json.loads(row.get("notes") or "[]")],
         f"- seconds: {row['seconds']:.1f}",
     ]
     create_markdown_artifact(key="run-summary", markdown="\n".join(lines), description="kbaudit run summary")

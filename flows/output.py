@@ -21,6 +21,7 @@ def format_summary(row: dict) -> str:
         "",
         f"verdicts reused: {row['reused']} of {row['checkworthy']}" + _reasons(row.get("redo_reasons")),
         f"edits drafted: {row['edits']}",
+        *[f"note: {note}" for note in json.loads(row.get("notes") or "[]")],
         f"seconds: {float(row['seconds']):.1f}",
     ]
     return "\n".join(lines)

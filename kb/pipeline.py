@@ -44,6 +44,8 @@ class AuditResult:
     receipts: list[dict] = field(default_factory=list)
     doc_status: dict[str, tuple[str, float, dict]] = field(default_factory=dict)
     redo_reasons: dict[str, int] = field(default_factory=dict)
+    escalation: object | None = None  # kb.route.EscalationResult
+    lessons: list[dict] = field(default_factory=list)
     seconds: float = 0.0
 
     def label_counts(self) -> dict[str, int]:
@@ -256,6 +258,15 @@ def verify_stage(
     return [dataclasses.replace(v, reused=i not in computed) for i, v in enumerate(results)]
 
 
+def escalate_stage(
+    claims: list[Claim], evidence: dict[str, list[Evidence]], verdicts: list[Verdict], settings: Settings, lessons: list[dict] | None = None
+):
+    """Depth D3+: send low-confidence or high-risk claims to the deep verifier, within the budget."""
+    from kb.route import escalate
+
+    return escalate([c for c in claims if c.checkworthy], evidence, verdicts, settings, settings.run_date, lessons)
+
+
 def correct_stage(
     documents: list[Document],
     claims: list[Claim],
@@ -296,6 +307,8 @@ def audit_in_memory(settings: Settings, cache_dir: Path | None = None) -> AuditR
     result.errors += split_errors + source_errors
     result.evidence, _ = retrieve_stage(sources, result.claims, settings, caches, cache_dir)
     result.verdicts = verify_stage(result.claims, result.evidence, settings, caches)
+    result.escalation = escalate_stage(result.claims, result.evidence, result.verdicts, settings)
+    result.verdicts, result.lessons = result.escalation.verdicts, result.escalation.lessons
     result.edits = correct_stage(result.documents, result.claims, result.verdicts, result.evidence, settings)
     result.doc_status = status_stage(result.documents, result.claims, result.verdicts)
     result.seconds = time.perf_counter() - started
@@ -326,22 +339,28 @@ def document_rows(result: AuditResult) -> list[dict]:
     return rows
 
 
-COUNT_KEYS = ("documents", "claims", "checkworthy", *LABELS, "reused", "escalated", "ingest_errors", "edits", "calls", "tokens")
+COUNT_KEYS = (
+    "documents", "claims", "checkworthy", *LABELS, "reused", "escalated", "skipped_by_budget",
+    "ingest_errors", "edits", "calls", "tokens",
+)
 
 
 def run_counts(result: AuditResult) -> dict:
     """The additive part of a runs row: shards of one run sum these."""
+    esc = result.escalation
     return {
         "documents": len(result.documents),
         "claims": len(result.claims),
         "checkworthy": sum(1 for c in result.claims if c.checkworthy),
         **result.label_counts(),
         "reused": sum(1 for v in result.verdicts if v.reused),
-        "escalated": 0,
+        "escalated": esc.escalated if esc else 0,
+        "skipped_by_budget": esc.skipped_by_budget if esc else 0,
         "ingest_errors": len(result.errors),
         "edits": sum(1 for e in result.edits if e.status in PROPOSED),
-        "calls": 0,
-        "tokens": 0,
+        "calls": esc.cost.calls if esc else 0,
+        "tokens": (esc.cost.tokens_in + esc.cost.tokens_out) if esc else 0,
+        "notes": list(esc.summary_notes) if esc else [],
         "redo_reasons": dict(result.redo_reasons),
         "seconds": result.seconds,
     }
@@ -354,6 +373,7 @@ def merge_counts(parts: list[dict]) -> dict:
         for why, n in part.get("redo_reasons", {}).items():
             reasons[why] = reasons.get(why, 0) + n
     merged["redo_reasons"] = reasons
+    merged["notes"] = [note for part in parts for note in part.get("notes", [])]
     merged["seconds"] = max((float(p.get("seconds", 0.0)) for p in parts), default=0.0)
     return merged
 
@@ -370,6 +390,7 @@ def runs_row(counts: dict, settings: Settings, started_at: dt.datetime, seconds:
         "config": json.dumps(settings.public_dict(), sort_keys=True),
         **{key: counts[key] for key in COUNT_KEYS},
         "redo_reasons": json.dumps(counts.get("redo_reasons", {}), sort_keys=True),
+        "notes": json.dumps(counts.get("notes", [])),
         "seconds": seconds,
     }
 
@@ -390,6 +411,7 @@ def stage_tables(store: Store, run_id: str, result: AuditResult, part: str = "pa
         "verdicts": result.verdicts,
         "edits": result.edits,
         "receipts": result.receipts,
+        "lessons": result.lessons,
         **run_tables(result.documents, result.claims, result.verdicts, result.edits),
     }
     for table, rows in tables.items():

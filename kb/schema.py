@@ -32,6 +32,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("reused", pa.int64()),
             ("redo_reasons", _STR),  # JSON: reason -> claims verified again for it
             ("escalated", pa.int64()),
+            ("skipped_by_budget", pa.int64()),  # claims the escalation budget left at their cheaper verdict
+            ("notes", _STR),  # JSON list of run notes (e.g. "no deep verifier configured: ...")
             ("ingest_errors", pa.int64()),
             ("edits", pa.int64()),
             ("calls", pa.int64()),

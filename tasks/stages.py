@@ -39,6 +39,11 @@ def verify_task(claims: list[Claim], evidence: dict[str, list[Evidence]], settin
     return pipeline.verify_stage(claims, evidence, settings, caches)
 
 
+@task(name="escalate", cache_policy=NO_CACHE)
+def escalate_task(claims: list[Claim], evidence, verdicts: list[Verdict], settings: Settings, lessons):
+    return pipeline.escalate_stage(claims, evidence, verdicts, settings, lessons)
+
+
 @task(name="correct", cache_policy=NO_CACHE)
 def correct_task(documents: list[Document], claims: list[Claim], verdicts: list[Verdict], evidence, settings: Settings, suppressed):
     return pipeline.correct_stage(documents, claims, verdicts, evidence, settings, suppressed)
