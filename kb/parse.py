@@ -602,6 +602,8 @@ class _MarkdownParser:
                 if self.plain:
                     out.add(s, off)
                 else:
+                    if s.endswith("\\") and not s.endswith("\\\\") and idx < len(pieces) - 1:
+                        s = s[:-1]  # a backslash hard line break
                     _inline(out, s, off)
             text, omap = out.build()
         else:
