@@ -633,12 +633,12 @@ class _MarkdownParser:
         self.para_level = 0
         self.para_lead = ""
 
-    def _heading(self, level: int, content: str, off: int) -> None:
+    def _heading(self, level: int, pieces: list[tuple[str, int]]) -> None:
         self._flush()
         self.list_stack.clear()
         while self.section and self.section[-1][0] >= level:
             self.section.pop()
-        block = self._emit("heading", [(content, off)], level=level)
+        block = self._emit("heading", pieces, level=level)
         if block is not None:
             if self.first_heading is None:
                 self.first_heading = block.text
@@ -745,7 +745,7 @@ class _MarkdownParser:
                         and _looks_like_title(self.para[0][0])):
                     content, off = self.para[0]
                     self.para = []
-                    self._heading(1 if self.first_heading is None else 2, content, off)
+                    self._heading(1 if self.first_heading is None else 2, [(content, off)])
                 self._flush()
                 self.list_stack.clear()
                 i += 1
@@ -758,7 +758,7 @@ class _MarkdownParser:
             if self.para and self.para_kind == "paragraph" and len(self.para) == 1 and _SETEXT.match(line) and len(stripped) >= 3:
                 content, off = self.para[0]
                 self.para = []
-                self._heading(1 if stripped[0] == "=" else 2, content, off)
+                self._heading(1 if stripped[0] == "=" else 2, [(content, off)])
                 i += 1
                 continue
             lead = len(line) - len(line.lstrip())
@@ -911,24 +911,14 @@ class _MarkdownParser:
                 am = _HEADING_ATTRS.search(content)
                 if am:
                     content = content[: am.start()]  # "## Title {#anchor}"
-                self._heading(len(hm.group(1)), content.strip(), base + hm.end() + (len(content) - len(content.lstrip())))
+                self._heading(len(hm.group(1)), [(content.strip(), base + hm.end() + len(content) - len(content.lstrip()))])
                 i += 1
                 continue
             # setext heading underline
             if self.para and self.para_kind in ("paragraph",) and not in_quote and _SETEXT.match(line):
                 pieces = self.para
                 self.para = []
-                level = 1 if stripped[0] == "=" else 2
-                self._flush()
-                while self.section and self.section[-1][0] >= level:
-                    self.section.pop()
-                block = self._emit("heading", pieces, level=level)
-                if block is not None:
-                    if self.first_heading is None:
-                        self.first_heading = block.text
-                    if level == 1 and self.first_h1 is None:
-                        self.first_h1 = block.text
-                    self.section.append((level, block.text))
+                self._heading(1 if stripped[0] == "=" else 2, pieces)
                 i += 1
                 continue
             if _HR.match(line):
