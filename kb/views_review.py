@@ -46,9 +46,11 @@ def view_sql() -> list[str]:
             FROM latest l
             LEFT JOIN acts a ON a.edit_id = l.edit_id
             LEFT JOIN edit_details d ON d.edit_id = l.edit_id AND d.run_id = l.run_id""",
+        # Joined on run_id too: besides being exact (the owner as of the edit's run), it avoids
+        # a DuckDB 2.0.1 optimizer fault that dropped edits of documents without an owner.
         """CREATE OR REPLACE VIEW review_queue AS
            SELECT s.*, d.owner, d.title
-           FROM edit_state s LEFT JOIN documents d ON d.doc_id = s.doc_id
+           FROM edit_state s LEFT JOIN documents_history d ON d.doc_id = s.doc_id AND d.run_id = s.run_id
            WHERE s.state IN ('queued', 'needs_rewrite') AND s.run_id = (SELECT max(run_id) FROM runs)""",
         """CREATE OR REPLACE VIEW version_history AS
            SELECT 'run' AS origin, f.run_id, f.version_id, f.parent_version, f.doc_id, f.edit_ids,

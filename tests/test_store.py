@@ -70,3 +70,14 @@ def test_second_writer_is_refused_with_a_clear_message(tmp_path: Path):
         first.unlock()
     second.lock()
     second.unlock()
+
+
+def test_review_queue_keeps_edits_of_documents_without_an_owner(tmp_path: Path):
+    """Regression: an optimizer fault once dropped the ownerless document's edit from the queue."""
+    from tests.test_reports import _write_run as write_report_run
+
+    store = Store(tmp_path / "out")
+    write_report_run(store, {0: "supported", 1: "contradicted", 2: "stale", 3: "supported", 5: "stale"})
+    write_report_run(store, {0: "contradicted", 1: "supported", 3: "stale", 4: "contradicted", 5: "stale", 6: "uncertain"})
+    rows = store.query("SELECT doc_id, owner FROM review_queue ORDER BY doc_id").to_dict("records")
+    assert [r["doc_id"] for r in rows] == ["a.md", "b.md"]
