@@ -23,6 +23,7 @@ Confidences are constants per decision kind, fitted on the training part of the 
 
 from __future__ import annotations
 
+import logging
 import re
 from difflib import SequenceMatcher
 
@@ -36,6 +37,8 @@ from kb.verify.slots import (
     extract,
     is_code_identifier,
     is_identifier,
+    normalize,
+    bound_relation,
     quantity_relation,
     stem,
     word_tokens,
@@ -67,7 +70,8 @@ CONFIDENCE = {
 }
 QUANTITY_KINDS = ("number", "percent", "duration", "size", "money", "year", "date", "ordinal",
                   "length", "mass", "frequency", "rate", "factor")  # fmt: skip
-MIN_COVERAGE = 0.5  # below: the sentences are not about the same thing
+MIN_COVERAGE = 0.5
+log = logging.getLogger(__name__)  # below: the sentences are not about the same thing
 
 
 def _keep(t: str) -> bool:
@@ -122,6 +126,14 @@ def _compatible(a: str, b: str) -> bool:
 
 def judge_rules(claim_text: str, sentence: str) -> Judgement | None:
     """Judge one claim against one evidence sentence with slot rules, or None if undecided."""
+    try:
+        return _judge(claim_text, sentence)
+    except (ValueError, IndexError, TypeError, OverflowError, RecursionError) as exc:  # odd input: abstain
+        log.debug("rules abstain on %r / %r: %s", claim_text[:80], sentence[:80], exc)
+        return None
+
+
+def _judge(claim_text: str, sentence: str) -> Judgement | None:
     c_can, e_can = canonical(claim_text), canonical(sentence)
     if not c_can or not e_can:
         return None
@@ -135,7 +147,29 @@ def judge_rules(claim_text: str, sentence: str) -> Judgement | None:
     if not cw or (len(cw & ew) / len(cw) < 0.3 and not any(ch.isdigit() for w in cw & ew for ch in w)):
         return None
     cs, es = extract(claim_text), extract(sentence)
-    return _judge_slots(cs, es)
+    j = _judge_slots(cs, es)
+    if j is not None and j.relation == "refutes":
+        cv, ev = _surface(claim_text, j.claim_value), _surface(sentence, j.evidence_value)
+        rationale = j.rationale
+        if j.claim_value and cv:
+            rationale = rationale.replace(f"claim {j.claim_value} vs", f"claim {cv} vs", 1)
+        if j.evidence_value and ev:
+            rationale = rationale.replace(f"vs evidence {j.evidence_value}", f"vs evidence {ev}", 1)
+        j = Judgement(j.relation, j.confidence, j.tier, rationale, cv, ev)
+    return j
+
+
+def _surface(text: str, value: str | None) -> str | None:
+    """The value as written in ``text`` ("$ 0.10" -> "$0.10"), so a correction can find it."""
+    if not value or "=" in value and " " not in value:
+        return value
+    parts = [p for p in value.split(" ") if p]
+    pattern = r"[\s`*_]*".join(re.escape(p) for p in parts)
+    for candidate in (text, normalize(text)):
+        m = re.search(pattern, candidate, flags=re.IGNORECASE)
+        if m:
+            return m.group(0)
+    return value
 
 
 def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
@@ -201,7 +235,7 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
                     if best is None:
                         continue
                     paired_claim_q.add(id(q))
-                    rel = quantity_relation(q, best)
+                    rel = bound_relation(q, best) or quantity_relation(q, best)
                     if rel == "refutes":
                         conflicts.append(_Conflict(_qkind(q, best), q.text, best.text))
                     elif rel == "nei":
@@ -229,6 +263,9 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
             continue
         paired_claim_q.add(id(q))
         rel = quantity_relation(q, best)
+        if rel == "refutes" and coverage < 0.7:
+            missing_terms.append(q.text)  # the numbers differ but so does the subject
+            continue
         if rel == "refutes":
             agree = [x for x in cands if quantity_relation(q, x) == "supports"]
             if any(_ctx_score(q.context, x.context) >= 1 or (q.point and x.point and q.lo == x.lo) for x in agree):

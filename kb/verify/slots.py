@@ -63,7 +63,7 @@ TOKEN_RE = re.compile(
     r"""
     (?:[<>]=?|~=|==|[\^~])?v?\d+(?:[.,]\d+)*(?:\.[xX*])?(?:[a-zA-Z]+\d*)*\+?   # numbers, versions, 60s, 3rd
     | --?[A-Za-z][\w.-]*(?:=[^\s,;)]+)?                                      # command-line flags
-    | [A-Za-z_$@][\w$@-]*(?:(?:\.|/|::|=|:(?=\w))[\w*$@"{}-]+)+[+]?            # dotted names, paths, Key=value
+    | [A-Za-z_@][\w$@-]*(?:(?:\.|/|::|=|:(?=\w))[\w*$@"{}-]+)+[+]?             # dotted names, paths, Key=value
     | /[\w.-]+(?:/[\w.*-]+)*                                                 # absolute paths
     | [A-Za-z]+(?:-[A-Za-z0-9]+)+                                            # COVID-19, Keegan-Michael
     | [A-Za-z]+(?:'[a-z]+)?                                                  # words
@@ -149,10 +149,9 @@ _CURRENCY = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR", "
              "dollars": "USD", "euros": "EUR", "pounds": "GBP"}  # fmt: skip
 
 _GT = ("more than", "over", "above", "greater than", "exceeding", "in excess of", "upwards of",
-       "higher than", "larger than", "bigger than", "longer than", "later than", "after")  # fmt: skip
+       "higher than", "larger than", "bigger than", "longer than")  # fmt: skip
 _GE = ("at least", "no less than", "no fewer than", "a minimum of", "minimum of", "not less than")
-_LT = ("less than", "under", "below", "fewer than", "lower than", "smaller than", "shorter than",
-       "earlier than", "before", "prior to")  # fmt: skip
+_LT = ("less than", "under", "below", "fewer than", "lower than", "smaller than", "shorter than")
 _LE = ("at most", "up to", "no more than", "a maximum of", "maximum of", "not more than")
 _APPROX = ("about", "approximately", "around", "roughly", "nearly", "almost", "some", "circa",
            "close to", "an estimated", "estimated", "over the", "c.")  # fmt: skip
@@ -303,7 +302,7 @@ _VERSION_TOKEN = re.compile(r"v?(\d+(?:\.\d+)*)(\.[xX*])?(\+)?")
 
 
 def _version_tuple(s: str) -> tuple[int, ...]:
-    parts = [int(p) for p in s.split(".")]
+    parts = [int(p) for p in re.findall(r"\d+", s)] or [0]
     while len(parts) > 1 and parts[-1] == 0:
         parts.pop()
     return tuple(parts)
@@ -664,6 +663,18 @@ def _version(tokens, i, prefix_op, num, xsuffix, plus) -> Quantity:
 # ---------------------------------------------------------------------------------------------
 # interval relations
 # ---------------------------------------------------------------------------------------------
+
+
+def bound_relation(claim: Quantity, ev: Quantity) -> str | None:
+    """Two statements of one limit with the same comparator ("up to 5 times" / "up to 8 times",
+    "Java 11 or later" / "Java 17 or later"): the bound itself is the fact. None if not that."""
+    if claim.op != ev.op or claim.op not in (">", ">=", "<", "<=", "min") or claim.kind != ev.kind:
+        return None
+    if any(w.lower() in _SCALES for w in (claim.text + " " + ev.text).split()):
+        return None  # "more than 23.5 million sales": an estimate of one value, not a limit
+    a = claim.lo if claim.op in (">", ">=", "min") else claim.hi
+    b = ev.lo if ev.op in (">", ">=", "min") else ev.hi
+    return "supports" if a == b else "refutes"
 
 
 def quantity_relation(claim: Quantity, ev: Quantity) -> str:
