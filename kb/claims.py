@@ -754,6 +754,16 @@ def _table_units(block: Block) -> list[_Unit]:
 _MAX_CLAIM_CHARS = 2000
 
 
+def _span(block: Block, i: int, j: int) -> tuple[int, int]:
+    """Document span of block text ``[i, j)``; works for an OffsetMap or a plain tuple of offsets."""
+    offsets = block.offsets
+    if hasattr(offsets, "span"):
+        return offsets.span(i, j)
+    if len(offsets) != len(block.text) or not offsets:
+        return block.start, block.end  # a hand-made block without offsets: the whole block
+    return offsets[i], offsets[j - 1] + 1
+
+
 def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[Claim]:
     """Atomic, self-contained claims of ``doc`` with spans into ``doc.text``."""
     settings = settings or ClaimSettings()
@@ -821,7 +831,7 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
                 requirements = tuple(dict.fromkeys(reqs))
             else:
                 requirements = ()
-            start, end = block.offsets.span(unit.start, unit.end)
+            start, end = _span(block, unit.start, unit.end)
             key = (section, _norm(text))
             occurrence = seen.get(key, 0)
             seen[key] = occurrence + 1

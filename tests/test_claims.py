@@ -242,3 +242,13 @@ def test_steps_under_an_instructional_lead_in_are_instructions():
     assert by_text["To install kbaudit: Run pip install kbaudit."].reason == "instruction"
     assert by_text["To install kbaudit: Open the config file."].checkworthy is False
     assert by_text["The release adds: Export to CSV"].checkworthy is True  # a feature, not a step
+
+
+def test_blocks_with_plain_tuple_offsets():
+    from kb.records import Block, Document
+
+    text = "Intro. The API serves 40 regions."
+    block = Block(kind="paragraph", start=7, end=len(text), text=text[7:], offsets=tuple(range(7, len(text))))
+    doc = Document(doc_id="d", version_id="v", path="d", format="text", text=text, title="API", blocks=(block,))
+    (claim,) = split_claims(doc)
+    assert text[claim.start : claim.end] == "The API serves 40 regions."
