@@ -55,3 +55,49 @@ def test_rules_look_at_other_sentences_of_the_passage():
     e = _ev("a", "getting_started.md", NEW, NEW_PAGE, NEW_PAGE.split(". ")[0] + ".", 1)
     (v,) = Verifier(VerifierSettings(use_model=False)).verify([claim], {"a": [e]}, date(2025, 6, 1))
     assert v.label == "contradicted" and v.evidence_value == "3.9+"
+
+
+class _StubModel:
+    """Stands in for ModelJudge: records calls, answers fixed probabilities."""
+
+    def __init__(self, answer):
+        self.calls = []
+        self.answer = answer
+
+    def probs(self, pairs):
+        import numpy as np
+
+        self.calls.append(list(pairs))
+        return np.array([self.answer(c, e) for c, e in pairs], dtype=float)
+
+
+def test_model_gets_one_batched_call_for_what_the_rules_leave_open():
+    claims = [
+        _claim("a", "It requires Python 3.6.2+ to run."),  # rules: sure conflict, no model
+        _claim("b", "Black produces small diffs to speed up reviews."),  # rules undecided: model
+        _claim("c", "Black was written in Rust."),  # rules undecided: model
+    ]
+    e = {
+        "a": [_ev("a", "gs.md", NEW, NEW_PAGE, "It requires Python 3.9+ to run.", 1)],
+        "b": [_ev("b", "index.md", NEW, "Black makes code review faster by producing the smallest diffs possible.",
+                  "Black makes code review faster by producing the smallest diffs possible.", 1)],
+        "c": [_ev("c", "index.md", NEW, "Black is written in Python and compiled with mypyc.",
+                  "Black is written in Python and compiled with mypyc.", 1)],
+    }  # fmt: skip
+    stub = _StubModel(lambda c, s: [0.9, 0.05, 0.05] if "review" in c else [0.1, 0.8, 0.1])
+    v = Verifier(VerifierSettings(use_model=True))
+    v._model = stub
+    a, b, c = v.verify(claims, e, date(2025, 6, 1))
+    assert len(stub.calls) == 1 and len(stub.calls[0]) == 2  # one batch, only the open pairs
+    assert a.label == "contradicted" and a.tier == "rules"
+    assert b.label == "supported" and b.tier == "model" and b.confidence == 0.9
+    assert c.label == "contradicted" and c.tier == "model" and c.evidence_value is None
+
+
+def test_missing_model_degrades_to_rules_only(tmp_path):
+    v = Verifier(VerifierSettings(model_path=str(tmp_path / "no-such-model")))
+    (out,) = v.verify([_claim("a", "It requires Python 3.6.2+ to run.")],
+                      {"a": [_ev("a", "gs.md", NEW, NEW_PAGE, "It requires Python 3.9+ to run.", 1)]},
+                      date(2025, 6, 1))  # fmt: skip
+    assert out.label == "contradicted"
+    assert v.model_error
