@@ -130,3 +130,27 @@ def test_document_status():
     risky = [claim(claim_id="c0", risk="high")] + cs[1:]
     st, _, _ = document_status(risky, [_v("c0", "stale")] + [_v(f"c{i}", "supported") for i in range(1, 4)])
     assert st == "HUMAN_REVIEW_REQUIRED"
+
+
+def test_newest_version_revised_a_verbatim_statement_is_stale():
+    c = claim("If not specified, HTTP routers will accept requests from all defined entry points.")
+    old = ev("routing.md", OLD, sentence=c.text)
+    new = ev("routing.md", NEW, rank=2,
+             sentence="If not specified, HTTP routers will accept requests from all EntryPoints in the list of default EntryPoints.")  # fmt: skip
+    v = decide(c, [old, new], [SUP, NEI], TODAY)
+    assert v.label == "stale" and "revised" in v.rationale
+    assert v.evidence_sentence == new.sentence and v.action == "rewrite from the newer source"
+    # an unrelated newest sentence is no revision: the claim is only no longer stated
+    other = ev("routing.md", NEW, rank=2, sentence="Routers can be attached to several entry points.")
+    v = decide(c, [old, other], [SUP, NEI], TODAY)
+    assert v.label == "uncertain"
+
+
+def test_claim_without_context_is_not_contradicted_by_another_page():
+    c = claim('Required, Default="127.0.0.1:8500"')
+    ref = Judgement("refutes", 0.79, "rules", "number: claim 8500 vs evidence 8125", "8500", "8125")
+    v = decide(c, [ev("datadog.md")], [ref], TODAY)
+    assert v.label == "uncertain" and v.gap_type == "technical"
+    # with the older version of the same page stating it, the change is still stale
+    v = decide(c, [ev("consul.md", OLD), ev("consul.md", NEW, rank=2)], [SUP, ref], TODAY)
+    assert v.label == "stale"

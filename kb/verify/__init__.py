@@ -18,14 +18,13 @@ Prefect-free; usable from a notebook.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from datetime import date
 
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status
 from kb.verify.rules import judge_rules
-from kb.verify.slots import canonical, content_words, word_tokens
+from kb.verify.slots import canonical, content_words, split_sentences, word_tokens
 
 __all__ = ["Verifier", "VerifierSettings", "decide", "document_status", "judge_rules", "combine"]
 
@@ -46,12 +45,6 @@ class VerifierSettings:
     max_extra_sentences: int = 2  # other sentences of a passage the rules also try
     batch_size: int = 64
 
-
-_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`*_-])|\n+")
-
-
-def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENT_SPLIT.split(text) if s and s.strip()]
 
 
 def _overlap(claim_words: set[str], sentence: str) -> float:

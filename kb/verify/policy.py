@@ -26,6 +26,7 @@ from collections import defaultdict
 from datetime import date
 
 from kb.records import Claim, Evidence, Judgement, Verdict
+from kb.verify.slots import canonical, informative_words, similarity, split_sentences
 
 DEFAULT_THRESHOLDS = {
     "support": 0.5,  # a supports judgement counts at or above this confidence
@@ -33,7 +34,10 @@ DEFAULT_THRESHOLDS = {
     "strong_support": 0.95,  # a support this sure outweighs weak refutations
     "weak_refute": 0.8,  # refutations below this lose to a strong support
     "stale_history": 0.8,  # an older version must support at least this surely
+    "verbatim": 0.97,  # a judgement this sure means the source states the claim word for word
+    "revision": 0.6,  # similarity of a newest-version sentence to a claim an older version stated
 }
+MIN_CONTEXT_WORDS = 3  # fewer: "Optional, Default=0s" means something only under its heading
 
 UNDECIDABLE_TYPES = ("speculative", "normative")
 
@@ -157,6 +161,12 @@ def decide(
                 evidence_sentence=e_new.sentence,
             )  # fmt: skip
         _, e, j = max(ref.values(), key=lambda v: (v[2].confidence, _date_key(v[1].source_date)))
+        if informative_words(claim.text) < MIN_CONTEXT_WORDS:
+            return _uncertain(
+                claim, base,
+                f"{e.source_id} conflicts ({j.rationale}) but the claim has too little context to be "
+                "sure it is about the same thing", j.confidence, kind="underspecified", tier=j.tier,
+            )  # fmt: skip
         correctable = j.evidence_value is not None
         return Verdict(
             **base, label="contradicted", confidence=round(j.confidence, 4), tier=j.tier,
@@ -172,6 +182,23 @@ def decide(
     # nothing current takes a side
     old_sup = [best(v, "supports", th["stale_history"]) for v in history.values()]
     old_sup = [x for x in old_sup if x]
+    # an older version stated the claim word for word and the newest version of that same
+    # source has a revised counterpart: the statement was changed (documentation drift)
+    for sid, items in history.items():
+        old = best(items, "supports", th["verbatim"])
+        if not old or sid not in current:
+            continue
+        rev = _revised_counterpart(claim, current[sid], th["revision"])
+        if rev:
+            e_new, sentence, score = rev
+            return Verdict(
+                **base, label="stale", confidence=round(min(0.6 + 0.3 * (score - th["revision"]), 0.75), 4),
+                tier=old[1].tier,
+                rationale=f"{sid}: older version ({_d(old[0])}) states it verbatim; newest version "
+                f"({_d(e_new)}) revised it (similarity {score:.2f}): {sentence[:200]}",
+                gap_type="technical", gap_severity=_severity(claim, "stale"),
+                action="rewrite from the newer source", evidence_sentence=sentence,
+            )  # fmt: skip
     if old_sup:
         e, j = old_sup[0]
         return _uncertain(
@@ -188,6 +215,21 @@ def decide(
         f"low confidence: best {top[1].relation} {top[1].confidence:.2f} ({top[1].rationale})",
         top[1].confidence, kind="low_confidence", tier=top[1].tier,
     )  # fmt: skip
+
+
+def _revised_counterpart(claim: Claim, items, threshold: float):
+    """The newest-version sentence most like the claim, if similar enough but not the same."""
+    texts = [claim.text] + ([claim.source_text] if claim.source_text and claim.source_text != claim.text else [])
+    keys = {canonical(t) for t in texts}
+    best = None
+    for e, _ in items:
+        for sentence in dict.fromkeys([e.sentence] + split_sentences(e.passage)):
+            if not sentence or canonical(sentence) in keys:
+                continue
+            score = max(similarity(t, sentence) for t in texts)
+            if score >= threshold and (best is None or score > best[2]):
+                best = (e, sentence, score)
+    return best
 
 
 def _d(e: Evidence) -> str:
@@ -212,6 +254,7 @@ _GAPS = {
     "disagree": ("systemic", "human review"),
     "revised": ("technical", "retrieve deeper in the newest source version, else human review"),
     "undated": ("systemic", "add a dated source"),
+    "underspecified": ("technical", "add the section context to the claim, else human review"),
 }
 
 

@@ -341,7 +341,7 @@ def _best_by_context(q: Quantity, cands: list[Quantity], only_pair: bool):
             best, best_score = x, s
     if best is not None and best_score >= 1.5:
         return best, best_score
-    if only_pair and cands:
+    if only_pair and cands and _ctx_score(q.context, cands[0].context) > 0:
         return cands[0], 1
     return None, 0
 

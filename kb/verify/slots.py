@@ -934,3 +934,28 @@ def is_code_identifier(tok: str) -> bool:
     if re.search(r"[A-Za-z]", tok) and re.search(r"[./:=_$@]|::", tok.strip(".")):
         return True
     return bool(re.fullmatch(r"[a-z]+[A-Z][A-Za-z0-9]*", tok))
+
+
+_SENT_SPLIT = re.compile(r"(?<=[.!?:])\s+(?=[A-Z0-9\"'(\[`*_-])|\n+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a passage (also split after a colon that ends a lead-in)."""
+    return [s.strip() for s in _SENT_SPLIT.split(text or "") if s and s.strip()]
+
+
+def similarity(a: str, b: str) -> float:
+    """Word-level similarity of two sentences (difflib ratio over lower-cased word tokens)."""
+    from difflib import SequenceMatcher
+
+    wa = [t.lower() for t in word_tokens(a) if re.search(r"\w", t)]
+    wb = [t.lower() for t in word_tokens(b) if re.search(r"\w", t)]
+    if not wa or not wb:
+        return 0.0
+    return SequenceMatcher(None, wa, wb, autojunk=False).ratio()
+
+
+def informative_words(text: str) -> int:
+    """Content words that are not values (numbers, identifiers): how much context a claim has."""
+    return sum(1 for t in word_tokens(text)
+               if t.isalpha() and t.lower() not in STOPWORDS and t.lower() not in NEGATIONS and len(t) > 2)  # fmt: skip
