@@ -89,6 +89,15 @@ def decide(
         hits = [(e, j) for e, j in items if j.relation == relation and j.confidence >= threshold]
         return max(hits, key=lambda p: (p[1].confidence, p[1].tier == "rules"), default=None)
 
+    underspecified = informative_words(claim.text) < MIN_CONTEXT_WORDS
+    if underspecified:
+        # "Optional, Default=0s" is about the same thing as a passage only where some version
+        # of that source states the claim word for word; ignore every other source
+        about = {sid for sid in set(current) | set(history)
+                 if best(current.get(sid, []) + history.get(sid, []), "supports", th["verbatim"])}  # fmt: skip
+        current = defaultdict(list, {k: v for k, v in current.items() if k in about})
+        history = defaultdict(list, {k: v for k, v in history.items() if k in about})
+
     stance: dict[str, tuple[str, Evidence, Judgement]] = {}
     for sid, items in current.items():
         s = best(items, "supports", th["support"])
@@ -115,6 +124,17 @@ def decide(
                 max(top_s[2].confidence, top_r[2].confidence), kind="disagree",
                 tier=top_r[2].tier,
             )  # fmt: skip
+
+    if sup and not underspecified:
+        # the newest versions support only loosely while an older version of one of them said
+        # it word for word: that source reworded the statement (e.g. added a condition)
+        loose = all(v[2].confidence < th["verbatim"] for v in sup.values())
+        if loose:
+            for sid in sup:
+                old = best(history.get(sid, []), "supports", th["verbatim"])
+                rev = old and _revised_counterpart(claim, current[sid], th["revision"])
+                if rev:
+                    return _revised(claim, base, sid, old, rev, th)
 
     if sup:
         _, e, j = max(sup.values(), key=lambda v: (v[2].confidence, _date_key(v[1].source_date)))
@@ -186,19 +206,11 @@ def decide(
     # source has a revised counterpart: the statement was changed (documentation drift)
     for sid, items in history.items():
         old = best(items, "supports", th["verbatim"])
-        if not old or sid not in current:
+        if not old or sid not in current or underspecified:
             continue
         rev = _revised_counterpart(claim, current[sid], th["revision"])
         if rev:
-            e_new, sentence, score = rev
-            return Verdict(
-                **base, label="stale", confidence=round(min(0.6 + 0.3 * (score - th["revision"]), 0.75), 4),
-                tier=old[1].tier,
-                rationale=f"{sid}: older version ({_d(old[0])}) states it verbatim; newest version "
-                f"({_d(e_new)}) revised it (similarity {score:.2f}): {sentence[:200]}",
-                gap_type="technical", gap_severity=_severity(claim, "stale"),
-                action="rewrite from the newer source", evidence_sentence=sentence,
-            )  # fmt: skip
+            return _revised(claim, base, sid, old, rev, th)
     if old_sup:
         e, j = old_sup[0]
         return _uncertain(
@@ -217,10 +229,25 @@ def decide(
     )  # fmt: skip
 
 
+def _revised(claim: Claim, base: dict, sid: str, old, rev, th) -> Verdict:
+    e_new, sentence, score = rev
+    return Verdict(
+        **base, label="stale", confidence=round(min(0.6 + 0.3 * (score - th["revision"]), 0.75), 4),
+        tier=old[1].tier,
+        rationale=f"{sid}: older version ({_d(old[0])}) states it verbatim; newest version "
+        f"({_d(e_new)}) revised it (similarity {score:.2f}): {sentence[:200]}",
+        gap_type="technical", gap_severity=_severity(claim, "stale"),
+        action="rewrite from the newer source", evidence_sentence=sentence,
+    )  # fmt: skip
+
+
 def _revised_counterpart(claim: Claim, items, threshold: float):
     """The newest-version sentence most like the claim, if similar enough but not the same."""
-    texts = [claim.text] + ([claim.source_text] if claim.source_text and claim.source_text != claim.text else [])
-    keys = {canonical(t) for t in texts}
+    all_texts = [claim.text, claim.source_text]
+    keys = {canonical(t) for t in all_texts if t}
+    # a list item rewritten with its lead-in ("...steps: Set X") is compared as written, so a
+    # shared lead-in does not make two different items look alike
+    texts = [claim.source_text] if claim.source_text and canonical(claim.source_text) != canonical(claim.text) else [claim.text]
     best = None
     for e, _ in items:
         for sentence in dict.fromkeys([e.sentence] + split_sentences(e.passage)):

@@ -139,7 +139,9 @@ def _judge(claim_text: str, sentence: str) -> Judgement | None:
         return None
     if c_can == e_can:
         return Judgement("supports", CONFIDENCE["exact"], "rules", "exact match")
-    if len(c_can.split()) >= 4 and re.search(r"(?:^|\s)" + re.escape(c_can) + r"(?:\s|$)", e_can):
+    if len(c_can.split()) >= 4 and re.search(r"(?:^|\s)" + re.escape(c_can) + r"(?:\s|$)", e_can) and not _continues(
+        claim_text, sentence
+    ):
         return Judgement("supports", CONFIDENCE["contained"], "rules", "claim appears verbatim in the evidence")
     # cheap gate before slot extraction: shared content words or shared numbers
     cw = set(content_words(word_tokens(claim_text)))
@@ -157,6 +159,17 @@ def _judge(claim_text: str, sentence: str) -> Judgement | None:
             rationale = rationale.replace(f"vs evidence {j.evidence_value}", f"vs evidence {ev}", 1)
         j = Judgement(j.relation, j.confidence, j.tier, rationale, cv, ev)
     return j
+
+
+def _continues(claim_text: str, sentence: str) -> bool:
+    """The evidence goes on with a list right after the claim's words ("contains gzip, and/or br")."""
+    c = normalize(claim_text).rstrip(" .;:").lower()
+    e = normalize(sentence).lower()
+    k = e.find(c)
+    if k < 0:
+        return False
+    rest = e[k + len(c) :].lstrip()
+    return rest.startswith(",") and bool(re.match(r",\s*(?:and/or|and|or|\*|\w+\s*,)", rest))
 
 
 def _surface(text: str, value: str | None) -> str | None:
