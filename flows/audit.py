@@ -162,16 +162,22 @@ def audit_sharded(settings: Settings | dict, shards: int = 2, deployment: str | 
         started_at = dt.datetime.now(dt.timezone.utc)
         clock = time.perf_counter()
         if deployment is None:
-            parts = [audit_shard(settings, run_id, i, shards) for i in range(shards)]
+            for i in range(shards):
+                audit_shard(settings, run_id, i, shards)
         else:
             parameters = lambda i: {"settings": settings.public_dict(), "run_id": run_id, "shard_index": i, "shard_count": shards}  # noqa: E731
             flow_runs = [run_deployment(deployment, parameters=parameters(i), timeout=0) for i in range(shards)]
-            parts = [_wait_for(run, StateType) for run in flow_runs]
+            for flow_run in flow_runs:
+                _wait_for(flow_run, StateType)
+        # Shards may run on other machines: their counts come back through the staging folder.
+        parts = store.staged_counts(run_id)
+        if len(parts) != shards:
+            raise RuntimeError(f"only {len(parts)} of {shards} shards staged their results for run {run_id}")
         return _commit(store, settings, run_id, merge_counts(parts), started_at, time.perf_counter() - clock)
 
 
-def _wait_for(flow_run, state_types, poll_s: float = 2.0) -> dict:
-    """Wait for a deployment's flow run and return its result (the shard's counts)."""
+def _wait_for(flow_run, state_types, poll_s: float = 2.0) -> None:
+    """Wait for a deployment's flow run to finish; raise unless it completed."""
     from prefect import get_client
 
     with get_client(sync_client=True) as client:
@@ -182,7 +188,6 @@ def _wait_for(flow_run, state_types, poll_s: float = 2.0) -> dict:
             time.sleep(poll_s)
     if flow_run.state.type != state_types.COMPLETED:
         raise RuntimeError(f"shard flow run {flow_run.name} ended {flow_run.state.type.value}: {flow_run.state.message}")
-    return flow_run.state.result()
 
 
 def _previous_claim_ids(store: Store) -> set[str]:

@@ -46,9 +46,14 @@ def cmd_run(args) -> int:
     }
     settings = load_settings(flags).validate()
 
-    from flows.audit import audit
+    from flows.audit import audit, audit_sharded
 
-    row = audit(settings)
+    if args.shards and args.shards > 1:
+        row = audit_sharded(settings, shards=args.shards, deployment=args.deployment)
+    elif args.deployment:
+        raise ConfigError("--deployment needs --shards N (N > 1)")
+    else:
+        row = audit(settings)
     if args.json:
         print_json(row)
     else:
@@ -90,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--apply", action="store_true", help="write accepted edits to the KB files")
     run.add_argument("--today", help="pin today's date (YYYY-MM-DD) for freshness checks")
     run.add_argument("--fail-on", help="comma-separated labels that make the exit status 1")
+    run.add_argument("--shards", type=int, help="split the documents by hash into N shards, committed as one run")
+    run.add_argument("--deployment", help="run each shard as a flow run of this deployment (e.g. audit-shard/kbaudit-shard) on a work pool")
     run.add_argument("--json", action="store_true", help="print the run summary as JSON")
     run.set_defaults(func=cmd_run)
 

@@ -416,7 +416,9 @@ def stage_tables(store: Store, run_id: str, result: AuditResult, part: str = "pa
     }
     for table, rows in tables.items():
         store.write_table(run_id, table, rows, part=part)
-    return run_counts(result)
+    counts = run_counts(result)
+    store.stage_counts(run_id, part, counts)
+    return counts
 
 
 def write_run(store: Store, run_id: str, result: AuditResult, settings: Settings, started_at: dt.datetime) -> dict:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import fcntl
+import json
 import os
 import secrets
 import shutil
@@ -120,6 +121,18 @@ class Store:
         pq.write_table(data, tmp)
         os.replace(tmp, folder / f"{part}.parquet")
         return data.num_rows
+
+    def stage_counts(self, run_id: str, part: str, counts: dict) -> None:
+        """A shard's summary counts, beside its staged tables (the parent reads them to commit)."""
+        folder = self.staging(run_id) / "counts"
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f"{part}.json.tmp"
+        tmp.write_text(json.dumps(counts, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, folder / f"{part}.json")
+
+    def staged_counts(self, run_id: str) -> list[dict]:
+        folder = self.staging(run_id) / "counts"
+        return [json.loads(p.read_text("utf-8")) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
 
     def append_table(self, table: str, rows: Iterable, refresh: bool = True) -> Path:
         """Append rows outside any run (e.g. review decisions): one new file, written atomically."""
