@@ -123,6 +123,11 @@ def _coerce(name: str, value):
         return None
     try:
         if name in ("docs", "out"):
+            if "://" in str(value):
+                raise ConfigError(
+                    f"{name}: URLs such as {value} are not supported yet; mount the bucket as a folder "
+                    "(the store needs atomic renames and a lock; see docs/operations.md)"
+                )
             return Path(value)
         if name == "sources":
             items = value if isinstance(value, list) else str(value).split(os.pathsep)

@@ -50,3 +50,8 @@ def test_unknown_file_setting_is_rejected(tmp_path: Path):
     (tmp_path / "kbaudit.toml").write_text("tpo_k = 3\n")
     with pytest.raises(ConfigError, match="unknown setting"):
         load_settings({}, cwd=tmp_path, environ={})
+
+
+def test_object_store_urls_are_refused_clearly(tmp_path: Path):
+    with pytest.raises(ConfigError, match="not supported yet; mount the bucket"):
+        load_settings({"out": "s3://bucket/kbaudit"}, cwd=tmp_path, environ={})
