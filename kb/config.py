@@ -144,6 +144,8 @@ def _coerce(name: str, value):
             items = value if isinstance(value, (list, tuple)) else str(value).split(",")
             return tuple(v.strip() for v in items if v.strip())
         return str(value)
+    except ConfigError:
+        raise
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad value for {name}: {value!r} ({exc})") from None
 

@@ -71,9 +71,10 @@ def combine(rule: Judgement | None, probs, override: float = 0.85) -> Judgement:
     rel, p = rels[k], float(probs[k])
     if rule is not None and rule.relation != "nei":
         if rule.relation == rel:
-            # independent agreement: the rules' evidence raises the model's confidence
-            conf = 1.0 - (1.0 - p) * (1.0 - rule.confidence)
-            return Judgement(rel, round(min(conf, 0.995), 4), "model",
+            # agreement: the surer of the two calibrated figures (their product would be
+            # overconfident: the two tiers read the same sentence)
+            conf = max(p, rule.confidence)
+            return Judgement(rel, round(conf, 4), "model",
                              f"model {rel} (p={p:.2f}) and rules agree: {rule.rationale}",
                              rule.claim_value, rule.evidence_value)  # fmt: skip
         if rule.confidence > p:
