@@ -945,14 +945,17 @@ def split_sentences(text: str) -> list[str]:
 
 
 def similarity(a: str, b: str) -> float:
-    """Word-level similarity of two sentences (difflib ratio over lower-cased word tokens)."""
+    """Word-level similarity of ``a`` to ``b``: mean of the difflib ratio and the share of ``a``'s
+    words found in order in ``b`` (so "contains gzip." vs "contains gzip, and/or br" scores high)."""
     from difflib import SequenceMatcher
 
     wa = [t.lower() for t in word_tokens(a) if re.search(r"\w", t)]
     wb = [t.lower() for t in word_tokens(b) if re.search(r"\w", t)]
     if not wa or not wb:
         return 0.0
-    return SequenceMatcher(None, wa, wb, autojunk=False).ratio()
+    sm = SequenceMatcher(None, wa, wb, autojunk=False)
+    kept = sum(b.size for b in sm.get_matching_blocks()) / len(wa)  # share of a found in order
+    return 0.5 * sm.ratio() + 0.5 * kept
 
 
 def informative_words(text: str) -> int:
