@@ -154,3 +154,14 @@ def test_claim_without_context_is_not_contradicted_by_another_page():
     # with the older version of the same page stating it, the change is still stale
     v = decide(c, [ev("consul.md", OLD), ev("consul.md", NEW, rank=2)], [SUP, ref], TODAY)
     assert v.label == "stale"
+
+
+def test_model_stale_needs_counterpart_sentences():
+    c = claim("By default, Traefik uses Jaeger as tracing backend.")
+    model_ref = Judgement("refutes", 0.9, "model", "model: refutes (p=0.90)")
+    old = ev("tracing.md", OLD, sentence=c.text)
+    revised = ev("tracing.md", NEW, rank=2, sentence="By default, Traefik uses OpenTelemetry as tracing backend.")
+    assert decide(c, [old, revised], [SUP, model_ref], TODAY).label == "stale"
+    unrelated = ev("tracing.md", NEW, rank=2, sentence="Spans are exported over gRPC to the collector.")
+    v = decide(c, [old, unrelated], [SUP, model_ref], TODAY)
+    assert v.label == "uncertain" and "not its counterpart" in v.rationale

@@ -33,9 +33,10 @@ DEFAULT_THRESHOLDS = {
     "refute": 0.5,  # a refutes judgement counts at or above this confidence
     "strong_support": 0.95,  # a support this sure outweighs weak refutations
     "weak_refute": 0.8,  # refutations below this lose to a strong support
-    "stale_history": 0.8,  # an older version must support at least this surely
+    "stale_history": 0.6,  # an older version must support at least this surely
     "verbatim": 0.97,  # a judgement this sure means the source states the claim word for word
     "revision": 0.6,  # similarity of a newest-version sentence to a claim an older version stated
+    "counterpart": 0.5,  # similarity of the older and newer sentences for a model-decided stale
 }
 MIN_CONTEXT_WORDS = 3  # fewer: "Optional, Default=0s" means something only under its heading
 
@@ -168,6 +169,20 @@ def decide(
             old = best(history.get(sid, []), "supports", th["stale_history"])
             if old:
                 stale_hits.append((e_new, j_new, old[0], old[1]))
+        # the two versions must be counterparts (a slot the rules aligned, or similar sentences):
+        # a model refutation from an unrelated sentence of the new version says nothing of change
+        paired = [h for h in stale_hits
+                  if (h[1].tier == "rules" and h[1].evidence_value is not None)
+                  or similarity(h[2].sentence, h[0].sentence) >= th["counterpart"]]  # fmt: skip
+        if stale_hits and not paired:
+            e_new, j_new, e_old, _ = stale_hits[0]
+            return _uncertain(
+                claim, base,
+                f"{e_new.source_id}: older version ({_d(e_old)}) supports; the newest version ({_d(e_new)}) "
+                f"refutes only through a sentence that is not its counterpart ({j_new.rationale})",
+                j_new.confidence, kind="revised", tier=j_new.tier,
+            )  # fmt: skip
+        stale_hits = paired
         if stale_hits:
             e_new, j_new, e_old, j_old = max(stale_hits, key=lambda x: (x[1].confidence, x[3].confidence))
             conf = min(j_new.confidence, j_old.confidence)
