@@ -12,6 +12,10 @@ the best one) by BM25 alone, dense alone and the hybrid, all from one scoring pa
   sentence alignment).
 - ``floor_s``: the embedding floor: the same passage texts embedded once by the same model,
   no cache, in the same run; ``index_over_floor`` = from-scratch indexing time / floor.
+- ``index_overhead_s`` / ``overhead_over_floor``: the warm-cache index time (splitting, both
+  BM25 indexes, hashing, cache read: everything but the model) and its ratio to the floor. On a
+  shared machine the floor and the first index run under different contention, so
+  ``index_over_floor`` is noisy; ``1 + overhead_over_floor`` is the contention-proof estimate.
 - ``rerun_over_first``: a second index + search with the warm embedding cache (new Embedder and
   Retriever, as a new process would build them) / the first index + search.
 """
@@ -152,6 +156,10 @@ def run(args: argparse.Namespace, settings: dict | None = None) -> dict[str, flo
             "index_s": index_s,
             "search_s": search_s,
             "rerun_s": re_index_s + re_search_s,
+            # everything indexing does besides running the model (warm-cache index time): a
+            # contention-proof view of the indexing overhead over the floor
+            "index_overhead_s": re_index_s,
+            "overhead_over_floor": re_index_s / floor_s if floor_s else 0.0,
             "passages_per_s": n_pass / index_s if index_s else 0.0,
             "claims_per_s": len(claims) / search_s if search_s else 0.0,
             "index_over_floor": index_s / floor_s if floor_s else 0.0,
