@@ -86,8 +86,26 @@ class LexicalSystem:
         return {c.claim_id: [judge_lexical(c.text, e.sentence or e.passage) for e in evidence.get(c.claim_id, [])] for c in claims}
 
 
-def verify_with(system, claims: list[Claim], evidence: dict[str, list[Evidence]]) -> tuple[list[Verdict], dict]:
-    judged = system.judge_pairs(claims, evidence)
+def verify_with(system, claims: list[Claim], evidence: dict[str, list[Evidence]], memo: dict | None = None) -> tuple[list[Verdict], dict]:
+    """Judge every passage (once per distinct claim/sentence pair when ``memo`` is given), then
+    the policy. Judgements depend only on the pair, so the stale cases reuse the VitaminC ones."""
+    if memo is None:
+        judged = system.judge_pairs(claims, evidence)
+    else:
+        todo_claims, todo_ev, seen = [], {}, set()
+        for c in claims:
+            for e in evidence.get(c.claim_id, []):
+                key = (c.text, e.sentence)
+                if key not in memo and key not in seen:
+                    seen.add(key)
+                    cid = f"m{len(seen)}"
+                    todo_claims.append(_claim(cid, c.text))
+                    todo_ev[cid] = [e]
+        if todo_claims:
+            fresh = system.judge_pairs(todo_claims, todo_ev)
+            for c in todo_claims:
+                memo[(c.text, todo_ev[c.claim_id][0].sentence)] = fresh[c.claim_id][0]
+        judged = {c.claim_id: [memo[(c.text, e.sentence)] for e in evidence.get(c.claim_id, [])] for c in claims}
     thresholds = getattr(system, "thresholds", None)
     verdicts = [decide(c, evidence.get(c.claim_id, []), judged[c.claim_id], TODAY, thresholds=thresholds) for c in claims]
     return verdicts, judged
@@ -189,14 +207,15 @@ def bench_fever(systems, rows) -> dict[str, float]:
     return out
 
 
-def bench_vitaminc(systems, rows) -> dict[str, float]:
+def bench_vitaminc(systems, rows, memos: dict | None = None) -> dict[str, float]:
     claims = [_claim(f"v{i}", r["claim"]) for i, r in enumerate(rows)]
     evidence = {c.claim_id: [_evidence(c.claim_id, r["evidence"])] for c, r in zip(claims, rows)}
     gold = [VITC[r["label"]] for r in rows]
     rel_gold = {"supported": "supports", "contradicted": "refutes", "uncertain": "nei"}
     out = {}
     for prefix, system in systems.items():
-        verdicts, judged = verify_with(system, claims, evidence)
+        memo = memos.setdefault(prefix, {}) if memos is not None else None
+        verdicts, judged = verify_with(system, claims, evidence, memo)
         pred = [v.label if v.label in ("supported", "contradicted") else "uncertain" for v in verdicts]
         out[f"{prefix}vitaminc_accuracy"] = float(np.mean([g == p for g, p in zip(gold, pred)])) if rows else 0.0
         out[f"{prefix}vitaminc_macro_f1"] = macro_f1(gold, pred, ("supported", "contradicted", "uncertain"))
@@ -232,7 +251,7 @@ def stale_cases(rows) -> list[tuple[str, str, str, str]]:
     return cases
 
 
-def bench_stale(systems, rows) -> dict[str, float]:
+def bench_stale(systems, rows, memos: dict | None = None) -> dict[str, float]:
     cases = stale_cases(rows)
     claims = [_claim(f"s{i}", c) for i, (c, _, _, _) in enumerate(cases)]
     evidence = {
@@ -242,7 +261,8 @@ def bench_stale(systems, rows) -> dict[str, float]:
     gold = [g for *_, g in cases]
     out = {"n_stale_cases": float(len(cases)), "n_stale_gold_stale": float(gold.count("stale"))}
     for prefix, system in systems.items():
-        verdicts, _ = verify_with(system, claims, evidence)
+        memo = memos.setdefault(prefix, {}) if memos is not None else None
+        verdicts, _ = verify_with(system, claims, evidence, memo)
         pred = [v.label for v in verdicts]
         f = f1_per_label(gold, pred, ("stale", "supported", "contradicted"))
         out[f"{prefix}stale_f1"] = f["stale"]
@@ -319,8 +339,9 @@ def run(args: argparse.Namespace) -> dict[str, float]:
         rows = rows[:limit] if limit else rows
         log.info("VitaminC: %d pairs (%s)", len(rows), part)
         metrics["n_vitaminc"] = float(len(rows))
-        metrics.update(bench_vitaminc(systems, rows))
-        metrics.update(bench_stale(systems, rows))
+        memos: dict = {}
+        metrics.update(bench_vitaminc(systems, rows, memos))
+        metrics.update(bench_stale(systems, rows, memos))
     if getattr(args, "scifact_claims", None) and getattr(args, "scifact_corpus", None):
         rows = read_jsonl(args.scifact_claims)
         rows = rows[:limit] if limit else rows
