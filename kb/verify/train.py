@@ -274,6 +274,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="torch threads for training (1 is fastest on a shared, busy CPU)")
     parser.add_argument("--precision", choices=["auto", "bf16", "fp32"], default="auto",
                         help="auto: bf16 autocast where the CPU has native bf16")
+    parser.add_argument("--init-from", default="",
+                        help="a weights folder (verifier.safetensors + manifest.json) to continue training from")
     parser.add_argument("--val-cap", type=int, default=4000, help="max validation pairs per set for calibration")
 
 
@@ -312,6 +314,15 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     log(f"synthetic source passages: {len(passages)}; {n_syn} synthetic pairs per epoch")
 
     model, tok = new_base_classifier()
+    init_from = None
+    if args.init_from:
+        from kb.verify.model import load_shipped
+
+        model, tok, prev = load_shipped(Path(args.init_from))
+        init_from = {"artifact_sha256": splits.file_fingerprint(Path(args.init_from) / "verifier.safetensors"),
+                     "training": prev.get("training", {}), "hyperparameters": prev.get("hyperparameters", {}),
+                     "validation": prev.get("validation", {}), "init_from": prev.get("init_from")}
+        log(f"continuing from {args.init_from} ({init_from['artifact_sha256'][:12]})")
     model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
@@ -373,8 +384,9 @@ def run(args: argparse.Namespace) -> dict[str, float]:
                 rate = (seen - seen_mark) / max(1e-6, now - t_mark)  # recent pairs/s
                 left = budget - reserve - (now - t0)
                 fit = step + int(rate * left / args.batch_size)
-                if fit < state["total"]:
-                    state["total"] = max(step + 1, fit)
+                # follow the measured speed both ways (a busy shared CPU speeds up and slows
+                # down), never beyond the planned epochs
+                state["total"] = max(step + 1, min(total, fit))
                 t_mark, seen_mark = now, seen
             if step % 200 == 0:
                 log(f"step {step}/{state['total']} epoch {epoch} loss {np.mean(losses[-200:]):.4f} "
@@ -424,6 +436,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
         "train_files": [{"dataset": d, "file": f"{p.parent.name}/{p.name}",
                          "sha256": splits.file_fingerprint(p)} for d, p in files],
         "never_trained_on": ["scifact/claims_dev.jsonl"],
+        "init_from": init_from,
         "train_pairs": {"vitaminc": len(vit_tr), "fever": len(fev_tr), "scifact_train": len(sci_tr),
                         "synthetic_per_epoch": n_syn, "synthetic_source_passages": len(passages)},
         "hyperparameters": {"batch_size": args.batch_size, "lr": args.lr, "warmup_steps": warmup,
