@@ -151,8 +151,12 @@ class Verifier:
         probs: dict[int, list[float]] = {}
         if model is not None and need:
             texts = {c.claim_id: c.text for c in claims}
-            p = model.probs([(texts[plan[i][0]], plan[i][3]) for i in need])
-            probs = {i: [float(x) for x in p[r]] for r, i in enumerate(need)}
+            # one model row per distinct (claim, sentence): versions of a source repeat sentences
+            keys = [(texts[plan[i][0]], plan[i][3]) for i in need]
+            unique = list(dict.fromkeys(keys))
+            p = model.probs(unique)
+            row = {k: [float(x) for x in p[r]] for r, k in enumerate(unique)}
+            probs = {i: row[k] for i, k in zip(need, keys)}
         out: dict[str, list[Judgement]] = {c.claim_id: [] for c in claims}
         for i, (cid, _, rule, _) in enumerate(plan):
             j = combine(rule, probs.get(i), override)
