@@ -1,4 +1,4 @@
-"""The `audit` flow: ingest -> split -> retrieve -> verify -> correct -> store."""
+"""The audit flows: ingest -> split -> retrieve -> verify -> escalate -> correct -> store (plain, one shard, sharded)."""
 
 from __future__ import annotations
 
