@@ -35,6 +35,12 @@ def list_documents(root: Path) -> tuple[list[Path], list[IngestError]]:
     errors: list[IngestError] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in dirnames:  # never walked into (followlinks=False); one leaving the root is reported
+            path = Path(dirpath) / name
+            if path.is_symlink() and not path.resolve().is_relative_to(root):
+                rel = path.relative_to(root).as_posix()
+                if spec is None or not spec.match_file(rel + "/"):
+                    errors.append(IngestError(rel, "read", f"symlink points outside the KB root ({path.resolve()}); skipped"))
         for name in sorted(filenames):
             path = Path(dirpath) / name
             rel = path.relative_to(root).as_posix()
