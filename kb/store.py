@@ -46,6 +46,10 @@ class StoreLocked(StoreError):
     pass
 
 
+class StoreDamaged(StoreError):
+    pass
+
+
 def new_run_id(now: dt.datetime | None = None) -> str:
     """Sortable by time, unique across concurrent starts."""
     now = now or dt.datetime.now(dt.timezone.utc)
@@ -92,6 +96,35 @@ class Store:
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._lock_fd = fd
+        try:
+            self.check_files()
+        except StoreDamaged:
+            self.unlock()
+            raise
+
+    def damaged_files(self) -> list[tuple[Path, str]]:
+        """Published Parquet files whose footer cannot be read, with the reason (one line)."""
+        bad = []
+        for table in SCHEMAS:
+            folder = self.root / table
+            for path in sorted(folder.rglob("*.parquet")) if folder.is_dir() else []:
+                try:
+                    pq.read_metadata(path)
+                except (OSError, pa.ArrowException) as exc:
+                    bad.append((path, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__))
+        return bad
+
+    def check_files(self) -> None:
+        """Refuse to write to a store with a damaged file: the views could not be rebuilt, so a
+        run would be committed and then reported as failed (or a decision recorded, then refused)."""
+        bad = self.damaged_files()
+        if bad:
+            path, why = bad[0]
+            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            raise StoreDamaged(
+                f"store is damaged: {path} is not a readable Parquet file ({why}){more}; "
+                "restore it from a backup or move it out of the store, then run again"
+            )
 
     def unlock(self) -> None:
         if self._lock_fd is not None:
