@@ -136,13 +136,24 @@ class Store:
         return self.root / ".staging" / run_id
 
     def clear_stale_staging(self) -> list[str]:
-        """Remove folders of runs that never completed (the lock is held, so none is live)."""
+        """Remove what runs that never completed left (the lock is held, so none is live): their
+        staging folders, and the partitions of a run whose commit stopped before its `runs` row
+        (invisible to the views, but read by anyone opening the Parquet files directly)."""
         base = self.root / ".staging"
         removed = []
         if base.is_dir():
             for child in base.iterdir():
                 shutil.rmtree(child, ignore_errors=True)
                 removed.append(child.name)
+        complete = set(self.run_ids())
+        for table in RUN_TABLES:
+            folder = self.root / table
+            for partition in sorted(folder.glob("run_id=*")) if folder.is_dir() else []:
+                run_id = partition.name.split("=", 1)[1]
+                if run_id not in complete:
+                    shutil.rmtree(partition, ignore_errors=True)
+                    if run_id not in removed:
+                        removed.append(run_id)
         return removed
 
     def write_table(self, run_id: str, table: str, rows: Iterable, part: str = "part-0") -> int:
