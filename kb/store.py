@@ -225,7 +225,23 @@ class Store:
         db = self.root / DB_FILE
         if not db.exists():
             raise ConfigError(f"no store at {self.root} (run `kbaudit run` first, or pass --out)")
+        if self._views_elsewhere(db):
+            self.refresh_views()
         return duckdb.connect(str(db), read_only=read_only)
+
+    def _views_elsewhere(self, db: Path) -> bool:
+        """True when the views read another folder's files: the store was copied or moved (a
+        restored backup), and its views still name the old, absolute paths."""
+        try:
+            con = duckdb.connect(str(db), read_only=True)
+            try:
+                row = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'runs'").fetchone()
+            finally:
+                con.close()
+        except duckdb.Error:
+            return False
+        here = str(self.root.resolve()).replace("'", "''")
+        return row is not None and f"'{here}/runs/" not in row[0]
 
     def refresh_views(self) -> None:
         """(Re)create the DuckDB views; paths are absolute so the file works from any folder."""
