@@ -71,6 +71,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-path", default=None, help="a local CrossEncoder replacing the shipped verifier")
     parser.add_argument("--cache-dir", default=None, help="embedding cache for the SciFact corpus (default: a fresh one)")
     parser.add_argument("--systems", default="full,rules,lexical", help="comma-separated subset of full,rules,lexical")
+    parser.add_argument("--model-cache", default=None,
+                        help="pickle file of model probabilities per (claim, sentence), reused across runs (figures only)")  # fmt: skip
+
+
+class CachedModel:
+    """Wraps a model judge: probabilities are computed once per (claim, sentence) and kept in a
+    file, so re-running the bench after a rules or policy change costs no model time."""
+
+    def __init__(self, model, path: str):
+        import pickle
+
+        self.model, self.path = model, Path(path)
+        self.tier = getattr(model, "tier", "model")
+        self.rows: dict = {}
+        if self.path.exists():
+            with open(self.path, "rb") as fh:
+                self.rows = pickle.load(fh)
+
+    def probs(self, pairs):
+        todo = [p for p in dict.fromkeys(pairs) if p not in self.rows]
+        if todo:
+            fresh = self.model.probs(todo)
+            for p, row in zip(todo, fresh):
+                self.rows[p] = [float(x) for x in row]
+            self.save()
+        return np.array([self.rows[p] for p in pairs], dtype=float).reshape(len(pairs), 3)
+
+    def save(self) -> None:
+        import pickle
+
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump(self.rows, fh)
+        tmp.replace(self.path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,6 +360,8 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     full = systems.get("")
     if full is not None:
         metrics["model_loaded"] = 0.0 if full.model is None else 1.0
+        if full.model is not None and getattr(args, "model_cache", None):
+            full._model = CachedModel(full.model, args.model_cache)
         if full.model_error:
             log.warning("full verifier runs without its model: %s", full.model_error)
     if getattr(args, "fever", None):
