@@ -33,7 +33,7 @@ DEFAULT_THRESHOLDS = {
     "refute": 0.5,  # a refutes judgement counts at or above this confidence
     "strong_support": 0.95,  # a support this sure outweighs weak refutations
     "weak_refute": 0.8,  # refutations below this lose to a strong support
-    "stale_history": 0.6,  # an older version must support at least this surely
+    "stale_history": 0.5,  # an older version supports (the same bar as "supports")
     "verbatim": 0.97,  # a judgement this sure means the source states the claim word for word
     "revision": 0.6,  # similarity of a newest-version sentence to a claim an older version stated
     "counterpart": 0.5,  # similarity of the older and newer sentences for a model-decided stale
