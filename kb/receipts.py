@@ -158,3 +158,65 @@ def canonical_rows(rows, exclude: tuple[str, ...] = ("receipt_id",), columns: tu
         lines.append(json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
     lines.sort()
     return ("\n".join(lines)).encode("utf-8")
+
+
+# ---------------------------------------------------------------- a run's stored evidence
+
+
+def verify_stored_evidence(store, run_id: str | None = None) -> list[str]:
+    """Re-verify the evidence rows a run stored against the retrieval receipts it signed.
+
+    ``store`` is a ``kb.store.Store``; ``run_id`` defaults to the newest run. For each
+    ``retriever`` receipt of the run, the evidence rows stamped with it are turned back into
+    canonical bytes and checked with ``verify_receipt``, with the inputs rebuilt from the run's
+    check-worthy claims (one batch per shard when the run was sharded). Returns one line per
+    problem (an altered, added or removed evidence row, a forged or altered receipt, evidence
+    under no receipt); an empty list means every stored batch is exactly what was signed.
+    """
+    from kb.pipeline import shard_of
+
+    run_id = run_id or (store.run_ids() or [None])[-1]
+    if run_id is None:
+        return ["the store has no completed run"]
+    con = store.connect(read_only=True)
+    try:
+        def rows(sql: str) -> list[dict]:
+            return con.sql(sql, params=[run_id]).to_arrow_table().to_pylist()
+
+        receipts = rows("SELECT * FROM receipts WHERE run_id = ? AND tool = 'retriever'")
+        evidence = rows("SELECT * EXCLUDE (run_id) FROM evidence WHERE run_id = ?")
+        claims = rows("SELECT claim_id, doc_id FROM claims_history WHERE run_id = ? AND checkworthy")
+    finally:
+        con.close()
+    problems = []
+    if not receipts:
+        return [f"run {run_id} has no retrieval receipt"] if evidence else []
+    shards = len(receipts)
+    inputs_by_hash = {}
+    for shard in range(shards):
+        ids = sorted(c["claim_id"] for c in claims if shards == 1 or shard_of(c["doc_id"], shards) == shard)
+        data = json.dumps(ids).encode()
+        inputs_by_hash[_sha256(data)] = data
+    by_receipt: dict[str, list[dict]] = {}
+    for row in evidence:
+        by_receipt.setdefault(row.get("receipt_id") or "", []).append(row)
+        if row.get("evidence_id") != content_hash(f"{row.get('claim_id')}|{row.get('passage_id')}"):
+            problems.append(f"evidence row {row.get('evidence_id')} (claim {row.get('claim_id')}, rank {row.get('rank')}): "
+                            "its id does not match its claim and passage")
+    key_dir = Path(store.root) / "keys"
+    for receipt in receipts:
+        batch = by_receipt.pop(receipt["receipt_id"], [])
+        outputs = canonical_rows(batch, exclude=("receipt_id", "evidence_id"))
+        inputs = inputs_by_hash.get(receipt["input_hash"], b"")
+        if verify_receipt(receipt, inputs, outputs, key_dir):
+            continue
+        where = f"receipt {receipt['receipt_id']} ({len(batch)} evidence rows)"
+        if _sha256(outputs) != receipt["output_hash"]:
+            problems.append(f"{where}: the stored evidence rows differ from what was signed (a row was altered, added or removed)")
+        elif _sha256(inputs) != receipt["input_hash"]:
+            problems.append(f"{where}: the claims it was signed for are not the run's check-worthy claims")
+        else:
+            problems.append(f"{where}: the receipt itself was altered or forged (its id or signature does not verify)")
+    for receipt_id, batch in by_receipt.items():
+        problems.append(f"{len(batch)} evidence rows carry receipt {receipt_id or '(none)'}, which is not a receipt of run {run_id}")
+    return problems
