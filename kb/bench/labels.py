@@ -25,8 +25,9 @@ Metrics:
   supports; contradicted when both refute (other combinations are not used). Every ordered
   pair of distinct sentences of a claim makes one case.
 - ``claims_per_s``: verification throughput (judgements + policy) on the SciFact claims with
-  their top-3 evidence; ``embed_floor_claims_per_s``: the embedding floor in the same run
-  (the same claim texts encoded once by the retrieval embedder, no cache).
+  their top-3 evidence (without SciFact: 100 VitaminC claims, each with three sentences of its
+  page); ``embed_floor_claims_per_s``: the embedding floor in the same run (the same claim
+  texts encoded once by the retrieval embedder, no cache).
 - ``ece``: expected calibration error (15 equal-width bins) of the per-pair judgement
   confidence on the VitaminC pairs (3-way).
 - ``n_*``: how many records each figure is computed on; ``model_loaded``: 1 when the full
