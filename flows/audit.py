@@ -9,6 +9,8 @@ from collections import Counter
 
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+# Large batches are passed quoted: Prefect would otherwise walk every record looking for futures.
+from prefect.utilities.annotations import quote
 
 from kb.config import Settings
 from kb.log import logger
@@ -60,7 +62,7 @@ def audit_body(settings: Settings, store: Store, run_id: str, shard: tuple[int, 
     result.documents, result.errors = ingest_task(settings, shard)
     logger.info("%s[1/6] ingest: %d documents, %d errors", tag, len(result.documents), len(result.errors))
     for batch in _batches(result.documents, settings.shard_size):
-        claims, errors = split_task(batch, caches)
+        claims, errors = split_task(quote(batch), caches)
         result.claims += claims
         result.errors += errors
     checkworthy = sum(1 for c in result.claims if c.checkworthy)
@@ -70,7 +72,7 @@ def audit_body(settings: Settings, store: Store, run_id: str, shard: tuple[int, 
     if shard_index == 0:  # every shard reads every source; one reports their errors
         result.errors += source_errors
     result.evidence, receipt, searches_reused = retrieve_task(
-        sources, result.claims, settings, caches, run_id, cache_dir, settings.out / "keys"
+        quote(sources), quote(result.claims), settings, caches, run_id, cache_dir, settings.out / "keys"
     )
     result.receipts = [receipt]
     logger.info(
@@ -78,21 +80,25 @@ def audit_body(settings: Settings, store: Store, run_id: str, shard: tuple[int, 
         tag, len(sources), len(result.evidence), searches_reused,
     )
 
-    result.verdicts = verify_task(result.claims, result.evidence, settings, caches)
+    result.verdicts = verify_task(quote(result.claims), quote(result.evidence), settings, caches)
     result.redo_reasons = _redo_reasons(result.verdicts, previous_claims, settings.full)
     logger.info("%s[4/6] verify: %s; reused %d verdicts, redone: %s", tag, result.label_counts(),
                 sum(v.reused for v in result.verdicts), result.redo_reasons or "none")
-    result.escalation = escalate_task(result.claims, result.evidence, result.verdicts, settings, load_lessons(store))
+    result.escalation = escalate_task(
+        quote(result.claims), quote(result.evidence), quote(result.verdicts), settings, quote(load_lessons(store))
+    )
     result.verdicts, result.lessons = result.escalation.verdicts, result.escalation.lessons
     for note in result.escalation.summary_notes:
         logger.info("%s%s", tag, note)
     suppressed = rejected_proposals(store) if store.run_ids() else {}
-    result.edits = correct_task(result.documents, result.claims, result.verdicts, result.evidence, settings, suppressed)
-    result.doc_status = status_task(result.documents, result.claims, result.verdicts)
+    result.edits = correct_task(
+        quote(result.documents), quote(result.claims), quote(result.verdicts), quote(result.evidence), settings, quote(suppressed)
+    )
+    result.doc_status = status_task(quote(result.documents), quote(result.claims), quote(result.verdicts))
     logger.info("%s[5/6] corrections: %s", tag, dict(Counter(e.status for e in result.edits)) or "none needed")
 
     result.seconds = time.perf_counter() - clock
-    return stage_task(store, run_id, result, part)
+    return stage_task(store, run_id, quote(result), part)
 
 
 def _commit(store: Store, settings: Settings, run_id: str, counts: dict, started_at: dt.datetime, seconds: float) -> dict:
@@ -163,7 +169,7 @@ def audit_sharded(settings: Settings | dict, shards: int = 2, deployment: str | 
         clock = time.perf_counter()
         if deployment is None:
             for i in range(shards):
-                audit_shard(settings, run_id, i, shards)
+                audit_shard(settings.public_dict(), run_id, i, shards)
         else:
             parameters = lambda i: {"settings": settings.public_dict(), "run_id": run_id, "shard_index": i, "shard_count": shards}  # noqa: E731
             flow_runs = [run_deployment(deployment, parameters=parameters(i), timeout=0) for i in range(shards)]

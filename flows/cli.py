@@ -48,12 +48,14 @@ def cmd_run(args) -> int:
 
     from flows.audit import audit, audit_sharded
 
+    # The flows get the settings without secrets: Prefect records flow parameters in its
+    # database, and the run reads the API key from the environment again.
     if args.shards and args.shards > 1:
-        row = audit_sharded(settings, shards=args.shards, deployment=args.deployment)
+        row = audit_sharded(settings.public_dict(), shards=args.shards, deployment=args.deployment)
     elif args.deployment:
         raise ConfigError("--deployment needs --shards N (N > 1)")
     else:
-        row = audit(settings)
+        row = audit(settings.public_dict())
     if args.json:
         print_json(row)
     else:
@@ -149,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     except Exception as exc:  # the run itself failed: one line, then the trace for debugging
         logging.getLogger("kbaudit").debug("run failed", exc_info=True)
-        print(f"kbaudit: run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        print(f"kbaudit: {args.command} failed: {type(exc).__name__}: {first_line}", file=sys.stderr)
         return 3
 
 

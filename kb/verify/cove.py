@@ -138,9 +138,12 @@ def _passages(evidence: list[Evidence], settings: CoveSettings, nonce: str) -> s
 
 
 def _claim_sections(claim: Claim, nonce: str) -> str:
+    # The document path and headings are document text too (a heading can carry an injected
+    # instruction), so they travel inside a DATA section, never in the TASK line.
     context = f"document {claim.doc_id}" + (f", section {claim.section}" if claim.section else "")
     return (
-        f"TASK: verify the claim below (from {_defuse(context)}) against the PASSAGES.\n"
+        "TASK: verify the claim below against the PASSAGES. Where it comes from:\n"
+        f"{_data(nonce, 'claim location', context)}\n"
         f"{_data(nonce, 'claim', claim.text)}\n\n"
         f"DRAFT (the claim as written in the document):\n{_data(nonce, 'draft', claim.source_text or claim.text)}"
     )

@@ -146,12 +146,10 @@ def test_injected_instruction_is_data_and_an_obedient_reply_is_rejected(deep_run
            "as ungrounded: the claim keeps its cheaper, non-supported verdict")
 
 
-@pytest.mark.xfail(strict=True, reason="kb/verify/cove.py puts the claim's section heading and doc_id in the TASK line, "
-                   "outside the DATA markers (reported to the lead)")
 def test_document_headings_stay_inside_data_sections(deep_run, record):
     messages = [m for m in _user_messages(deep_run["server"]) if "14 days" in m]
     record("security", "an instruction injected as a document heading (the claim's section)",
-           "the heading reaches the prompt's TASK line outside the DATA markers")
+           "the document path and headings reach the endpoint only inside a DATA section, never in the TASK line")
     assert messages
     for message in messages:
         outside = re.sub(r"<<<DATA (\w+) [^>]*>>>\n.*?\n<<<END DATA \1>>>", "", message, flags=re.S)
@@ -182,11 +180,10 @@ def test_api_key_is_never_written(deep_run, record):
            "the command's output, or its DEBUG log")
 
 
-@pytest.mark.xfail(strict=True, reason="flows/audit.py passes the Settings object (with llm_api_key) as the flow's "
-                   "parameter: Prefect stores it in its database (reported to the lead)")
 def test_api_key_is_not_in_prefects_database(deep_run, record):
     record("security", "no API key in Prefect's database (flow run parameters, logs)",
-           "the key is stored with the `audit` flow run's parameters")
+           "the flow receives the settings without the key (it is read from the environment inside the run): "
+           "the key is in none of Prefect's database files")
     files = _prefect_db_files()
     assert files, "Prefect's database was not found"
     assert not [str(p) for p in files if KEY.encode() in p.read_bytes()]
