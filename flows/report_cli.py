@@ -139,7 +139,37 @@ def format_verify(data: dict) -> str:
     return "\n".join(lines)
 
 
+def cmd_check_receipts(args) -> int:
+    """Re-verify a run's stored evidence against its signed retrieval receipts."""
+    from kb.receipts import verify_stored_evidence
+    from kb.store import Store
+
+    store = Store(args.out)
+    runs = store.run_ids()
+    if not runs:
+        raise ConfigError(f"no completed run in {args.out}")
+    run_id = args.run or runs[-1]
+    if run_id not in runs:
+        raise ConfigError(f"no run {run_id!r} in {args.out}")
+    problems = verify_stored_evidence(store, run_id)
+    if args.json:
+        print_json({"run_id": run_id, "problems": problems})
+    elif problems:
+        print(f"run {run_id}: {len(problems)} problem(s) with stored evidence:")
+        for line in problems:
+            print(f"  {line}")
+    else:
+        print(f"run {run_id}: every stored evidence row matches its signed receipt")
+    return 1 if problems else 0
+
+
 def register(sub) -> None:
+    check = sub.add_parser("check-receipts", help="re-verify a run's stored evidence against its signed receipts")
+    check.add_argument("--run", help="run id (default: the newest)")
+    check.add_argument("--out", default="kbaudit-out", help="store folder (default ./kbaudit-out)")
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(func=cmd_check_receipts)
+
     report = sub.add_parser("report", help="a run's summary; --html writes the HTML report")
     report.add_argument("--run", help="run id (default: the newest)")
     report.add_argument("--out", default="kbaudit-out", help="store folder (default ./kbaudit-out)")
