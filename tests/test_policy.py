@@ -165,3 +165,12 @@ def test_model_stale_needs_counterpart_sentences():
     unrelated = ev("tracing.md", NEW, rank=2, sentence="Spans are exported over gRPC to the collector.")
     v = decide(c, [old, unrelated], [SUP, model_ref], TODAY)
     assert v.label == "uncertain" and "not its counterpart" in v.rationale
+
+
+def test_verbatim_statement_outweighs_a_model_refutation_elsewhere():
+    model_ref = Judgement("refutes", 0.9, "model", "model: refutes (p=0.90)")
+    v = decide(claim(), [ev("a.md"), ev("b.md", rank=2)], [SUP, model_ref], TODAY)
+    assert v.label == "supported"
+    # a rules slot conflict from another current source still makes them disagree
+    v = decide(claim(), [ev("a.md"), ev("b.md", rank=2)], [SUP, REF], TODAY)
+    assert v.label == "uncertain"

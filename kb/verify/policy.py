@@ -114,8 +114,12 @@ def decide(
     if sup and ref:
         top_s = max(sup.values(), key=lambda v: v[2].confidence)
         top_r = max(ref.values(), key=lambda v: v[2].confidence)
+        verbatim = top_s[2].confidence >= th["verbatim"] and top_s[2].tier == "rules"
+        only_model = all(v[2].tier != "rules" for v in ref.values())
         if top_s[2].confidence >= th["strong_support"] and top_r[2].confidence < th["weak_refute"]:
             ref = {}
+        elif verbatim and only_model:
+            ref = {}  # a current source states it word for word; a model reading of another sentence does not outweigh that
         else:
             names = ", ".join(sorted(set(sup) | set(ref)))
             return _uncertain(
