@@ -174,3 +174,9 @@ def test_verbatim_statement_outweighs_a_model_refutation_elsewhere():
     # a rules slot conflict from another current source still makes them disagree
     v = decide(claim(), [ev("a.md"), ev("b.md", rank=2)], [SUP, REF], TODAY)
     assert v.label == "uncertain"
+
+
+def test_disagreement_with_a_clear_side():
+    weak_sup = Judgement("supports", 0.54, "model", "model: supports (p=0.54)")
+    v = decide(claim(), [ev("a.md"), ev("b.md", rank=2)], [weak_sup, REF], TODAY)
+    assert v.label == "contradicted" and v.evidence_value == "3.9+"

@@ -37,6 +37,8 @@ DEFAULT_THRESHOLDS = {
     "verbatim": 0.97,  # a judgement this sure means the source states the claim word for word
     "revision": 0.6,  # similarity of a newest-version sentence to a claim an older version stated
     "counterpart": 0.5,  # similarity of the older and newer sentences for a model-decided stale
+    "clear_side": 0.75,  # when current sources disagree, a side this sure wins...
+    "weak_side": 0.6,  # ...against a side below this
 }
 MIN_CONTEXT_WORDS = 3  # fewer: "Optional, Default=0s" means something only under its heading
 
@@ -120,6 +122,10 @@ def decide(
             ref = {}
         elif verbatim and only_model:
             ref = {}  # a current source states it word for word; a model reading of another sentence does not outweigh that
+        elif top_r[2].confidence >= th["clear_side"] and top_s[2].confidence < th["weak_side"]:
+            sup = {}  # a sure refutation against a barely-better-than-chance support
+        elif top_s[2].confidence >= th["clear_side"] and top_r[2].confidence < th["weak_side"]:
+            ref = {}
         else:
             names = ", ".join(sorted(set(sup) | set(ref)))
             return _uncertain(
