@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -28,7 +29,7 @@ def _verdicts(out: Path) -> dict[str, str]:
 def test_two_shards_on_two_workers_match_an_unsharded_run(demo_copy: Path, tmp_path: Path):
     server = LocalServer(log_path=tmp_path / "server.log").start()
     env = {**os.environ, "PREFECT_API_URL": server.url, "PREFECT_HOME": str(tmp_path / "prefect-home"),
-           "KBAUDIT_TODAY": DEMO_TODAY}
+           "KBAUDIT_TODAY": DEMO_TODAY, "PREFECT_WORKER_QUERY_SECONDS": "2"}
     workers: list[subprocess.Popen] = []
     try:
         subprocess.run([str(BIN / "prefect"), "work-pool", "create", "kbaudit-pool", "--type", "process"],
@@ -47,6 +48,12 @@ def test_two_shards_on_two_workers_match_an_unsharded_run(demo_copy: Path, tmp_p
                 env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO,
             ))
 
+        # Both workers must be polling before the shards are scheduled, or on a loaded machine
+        # the first one up takes both shards in turn.
+        deadline = time.monotonic() + 180
+        while not all("started!" in (tmp_path / f"worker-{i}.log").read_text() for i in range(2)):
+            assert time.monotonic() < deadline, "workers did not start"
+            time.sleep(1)
         common = [str(demo_copy / "docs"), "--sources", str(demo_copy / "sources"), "--json"]
         sharded = subprocess.run(
             [str(BIN / "kbaudit"), "run", *common, "--out", str(tmp_path / "sharded"), "--shards", "2",

@@ -34,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--depth", default="D1", help="verification depth (default D1)")
     parser.add_argument("--workdir", help="keep the KB and store here (default: a temporary folder)")
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument(
+        "--corpus-extra", type=int, default=None,
+        help="sources: only the abstracts the KB was built from plus this many others (default: the whole corpus)",
+    )
 
 
 def _page(sentences: list[str], title: str) -> str:
@@ -41,8 +45,9 @@ def _page(sentences: list[str], title: str) -> str:
     return f"---\ntitle: {json.dumps(title)}\nupdated: 2024-01-01\n---\n\n# {title}\n\n{body}\n"
 
 
-def build_kb(corpus: Path, claims: int, folder: Path, seed: int) -> list[Path]:
-    """Pages of SciFact sentences; some with a number changed. Returns the page paths."""
+def build_kb(corpus: Path, claims: int, folder: Path, seed: int) -> tuple[list[Path], set]:
+    """Pages of SciFact sentences; some with a number changed. Returns the page paths and the
+    ids of the abstracts used."""
     rng = random.Random(seed)
     abstracts = []
     with corpus.open(encoding="utf-8") as handle:
@@ -50,14 +55,16 @@ def build_kb(corpus: Path, claims: int, folder: Path, seed: int) -> list[Path]:
             row = json.loads(line)
             sentences = [s.strip() for s in row["abstract"] if 40 <= len(s.strip()) <= 300]
             if sentences:
-                abstracts.append((row["title"], sentences))
+                abstracts.append((row["doc_id"], row["title"], sentences))
     rng.shuffle(abstracts)
     folder.mkdir(parents=True, exist_ok=True)
     pages: list[Path] = []
     pool = iter(abstracts * (claims // (len(abstracts) * 3) + 2))
     made = 0
+    used = set()
     while made < claims:
-        title, sentences = next(pool)
+        doc_id, title, sentences = next(pool)
+        used.add(doc_id)
         chosen = sentences[:SENTENCES_PER_PAGE]
         if rng.random() < 0.2:
             chosen = [re.sub(r"\b(\d+)\b", lambda m: str(int(m.group(1)) + 7), s, count=1) for s in chosen]
@@ -65,7 +72,18 @@ def build_kb(corpus: Path, claims: int, folder: Path, seed: int) -> list[Path]:
         path.write_text(_page(chosen, title[:120]), encoding="utf-8")
         pages.append(path)
         made += len(chosen)
-    return pages
+    return pages, used
+
+
+def subset_corpus(corpus: Path, keep: set, extra: int, target: Path, seed: int) -> Path:
+    """The abstracts in `keep` plus `extra` others, as a corpus file of the same format."""
+    rng = random.Random(seed + 2)
+    lines = corpus.read_text(encoding="utf-8").splitlines()
+    kept = [line for line in lines if json.loads(line)["doc_id"] in keep]
+    others = [line for line in lines if json.loads(line)["doc_id"] not in keep]
+    kept += rng.sample(others, min(extra, len(others)))
+    target.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    return target
 
 
 def change_pages(pages: list[Path], fraction: float, seed: int) -> int:
@@ -107,7 +125,9 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     docs, out = work / "kb", work / "store"
     shutil.rmtree(work / "kb", ignore_errors=True)
     shutil.rmtree(out, ignore_errors=True)
-    pages = build_kb(corpus, args.claims, docs, args.seed)
+    pages, used = build_kb(corpus, args.claims, docs, args.seed)
+    if args.corpus_extra is not None:
+        corpus = subset_corpus(corpus, used, args.corpus_extra, work / "corpus.jsonl", args.seed)
     settings = Settings(docs=docs, sources=[corpus], out=out, depth=args.depth, today=dt.date(2026, 1, 1)).validate()
     store = Store(out)
 
@@ -143,6 +163,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     nochange_s, nochange = timed_run()
     metrics = {
         "claims": float(len(claim_texts)),
+        "source_versions": float(len(sources)),
         "pages": float(len(pages)),
         "pages_changed": float(changed),
         "full_s": full_s,
