@@ -151,3 +151,23 @@ def test_check_receipts_flags_an_evidence_row_altered_after_the_run(demo_runs, t
     passages[0] = passages[0] + " (edited by hand)"
     pq.write_table(table.set_column(table.schema.get_field_index("passage"), "passage", pa.array(passages, table.schema.field("passage").type)), part)
     assert main(["check-receipts", "--out", str(copy)]) == 1
+
+
+def test_every_readme_query_runs_as_written(demo_runs):
+    """README's `kbaudit sql "..."` examples run against a demo store and return rows."""
+    import re
+
+    from flows.cli import main
+
+    out, _, _ = demo_runs
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    queries = re.findall(r'^\.venv/bin/kbaudit sql "(.+)"$', readme, flags=re.M)
+    assert len(queries) >= 3
+    con = _con(out)
+    for query in queries:
+        assert main(["sql", query, "--out", str(out)]) == 0, query
+        rows = con.execute(query).fetchall()
+        if "changes_since_previous" in query:
+            assert rows == [], "the fixture's two runs are identical: nothing changed"
+        else:
+            assert rows, f"no rows: {query}"
