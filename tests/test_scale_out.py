@@ -30,7 +30,9 @@ def _verdicts(out: Path) -> dict[str, str]:
 def test_two_shards_on_two_workers_match_an_unsharded_run(demo_copy: Path, tmp_path: Path):
     server = LocalServer(log_path=tmp_path / "server.log").start()
     env = {**os.environ, "PREFECT_API_URL": server.url, "PREFECT_HOME": str(tmp_path / "prefect-home"),
-           "KBAUDIT_TODAY": DEMO_TODAY, "PREFECT_WORKER_QUERY_SECONDS": "2"}
+           "KBAUDIT_TODAY": DEMO_TODAY, "PREFECT_WORKER_QUERY_SECONDS": "2",
+           # INFO, whatever an earlier test left in os.environ: the workers' logs prove who ran what.
+           "PREFECT_LOGGING_LEVEL": "INFO"}
     workers: list[subprocess.Popen] = []
     try:
         subprocess.run([str(BIN / "prefect"), "work-pool", "create", "kbaudit-pool", "--type", "process"],
