@@ -23,6 +23,7 @@ Every score is kept in ``Evidence``: ``score_bm25`` (raw BM25), ``score_dense`` 
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 
@@ -132,6 +133,9 @@ class _BM25:
 
     def __init__(self, token_lists: list[list[str]], k1: float, b: float):
         import bm25s
+
+        # bm25s forces its logger to DEBUG on import; one line per index build is noise.
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
 
         model = bm25s.BM25(k1=k1, b=b, method="lucene")
         model.index([t or [""] for t in token_lists], show_progress=False)
