@@ -245,10 +245,9 @@ def _deciding(verdict: Verdict, evidence: list[Evidence]) -> Evidence | None:
 
 
 def _make_verifier(settings):
-    from kb.verify import Verifier, VerifierSettings  # the same construction as pipeline.verify_stage
+    from kb.verify import verifier_for  # the verify stage's own verifier, already loaded
 
-    use_model = getattr(settings, "depth", "D1") != "D0"
-    return Verifier(VerifierSettings(model_path=getattr(settings, "model_path", None), use_model=use_model))
+    return verifier_for(getattr(settings, "model_path", None), getattr(settings, "depth", "D1") != "D0")
 
 
 # ---- drafting ------------------------------------------------------------------------------

@@ -239,7 +239,7 @@ def verdict_key(claim: Claim, evidence: list[Evidence], settings: Settings) -> s
 def verify_stage(
     claims: list[Claim], evidence: dict[str, list[Evidence]], settings: Settings, caches: Caches | None = None
 ) -> list[Verdict]:
-    from kb.verify import Verifier, VerifierSettings
+    from kb.verify import verifier_for
 
     caches = caches or Caches.at(None)
     wanted = [c for c in claims if c.checkworthy]
@@ -248,7 +248,7 @@ def verify_stage(
     def compute(indexes: list[int]) -> list[Verdict]:
         nonlocal verifier
         if verifier is None:
-            verifier = Verifier(VerifierSettings(model_path=settings.model_path, use_model=settings.depth != "D0"))
+            verifier = verifier_for(settings.model_path, settings.depth != "D0")
         batch = [wanted[i] for i in indexes]
         verdicts = {v.claim_id: v for v in verifier.verify(batch, {c.claim_id: evidence.get(c.claim_id, []) for c in batch}, settings.run_date)}
         return [verdicts[c.claim_id] for c in batch]

@@ -17,6 +17,7 @@ Prefect-free; usable from a notebook.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from datetime import date
@@ -26,7 +27,7 @@ from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status
 from kb.verify.rules import judge_rules
 from kb.verify.slots import canonical, content_words, split_sentences, word_tokens
 
-__all__ = ["Verifier", "VerifierSettings", "decide", "document_status", "judge_rules", "combine"]
+__all__ = ["Verifier", "VerifierSettings", "verifier_for", "decide", "document_status", "judge_rules", "combine"]
 
 log = logging.getLogger(__name__)
 
@@ -174,3 +175,10 @@ class Verifier:
             evs = evidence.get(c.claim_id, [])
             verdicts.append(decide(c, evs, judged[c.claim_id], today, thresholds=self.thresholds))
         return verdicts
+
+
+@functools.lru_cache(maxsize=4)
+def verifier_for(model_path: str | None, use_model: bool) -> Verifier:
+    """The verifier a run uses, built once per process: the verify and correct stages share it
+    (and so load the model once)."""
+    return Verifier(VerifierSettings(model_path=model_path, use_model=use_model))
