@@ -7,12 +7,21 @@ from pathlib import Path
 from flows.output import format_summary, print_json
 from kb.config import ConfigError
 
+OUT_HELP = "store folder, or store URL such as s3://bucket/prefix (default ./kbaudit-out)"
+
+
+def _root(out: str) -> Path:
+    """The store folder to read: --out itself, or for a store URL its local mirror, pulled first."""
+    from kb.remote import open_for_reading
+
+    return open_for_reading(out)
+
 
 def cmd_report(args) -> int:
     from kb.store import Store
     from reports import queries as q
 
-    store = Store(args.out)
+    store = Store(_root(args.out))
     store.connect(read_only=True).close()  # a missing store is a usage error (exit 2)
     run_id = q.resolve_run(store, args.run)
     row = q.run_row(store, run_id)
@@ -43,7 +52,7 @@ def cmd_sql(args) -> int:
     from kb.store import Store
 
     try:
-        frame = Store(args.out).query(args.query)
+        frame = Store(_root(args.out)).query(args.query)
     except duckdb.Error as exc:
         raise ConfigError(f"query failed: {str(exc).splitlines()[0]}") from None
     if args.json:
@@ -64,7 +73,7 @@ def cmd_export(args) -> int:
     from kb.store import Store
     from reports.export import export_verifyloop
 
-    store = Store(args.out)
+    store = Store(_root(args.out))
     store.connect(read_only=True).close()
     paths = export_verifyloop(store, Path(args.dest), args.run)
     if args.json:
@@ -144,7 +153,7 @@ def cmd_check_receipts(args) -> int:
     from kb.receipts import verify_stored_evidence
     from kb.store import Store
 
-    store = Store(args.out)
+    store = Store(_root(args.out))
     runs = store.run_ids()
     if not runs:
         raise ConfigError(f"no completed run in {args.out}")
@@ -166,20 +175,20 @@ def cmd_check_receipts(args) -> int:
 def register(sub) -> None:
     check = sub.add_parser("check-receipts", help="re-verify a run's stored evidence against its signed receipts")
     check.add_argument("--run", help="run id (default: the newest)")
-    check.add_argument("--out", default="kbaudit-out", help="store folder (default ./kbaudit-out)")
+    check.add_argument("--out", default="kbaudit-out", help=OUT_HELP)
     check.add_argument("--json", action="store_true")
     check.set_defaults(func=cmd_check_receipts)
 
     report = sub.add_parser("report", help="a run's summary; --html writes the HTML report")
     report.add_argument("--run", help="run id (default: the newest)")
-    report.add_argument("--out", default="kbaudit-out", help="store folder (default ./kbaudit-out)")
+    report.add_argument("--out", default="kbaudit-out", help=OUT_HELP)
     report.add_argument("--html", metavar="FILE", help="write the self-contained HTML report of the run to FILE")
     report.add_argument("--json", action="store_true")
     report.set_defaults(func=cmd_report)
 
     sql = sub.add_parser("sql", help="query the store's DuckDB views")
     sql.add_argument("query")
-    sql.add_argument("--out", default="kbaudit-out", help="store folder (default ./kbaudit-out)")
+    sql.add_argument("--out", default="kbaudit-out", help=OUT_HELP)
     sql.add_argument("--json", action="store_true")
     sql.set_defaults(func=cmd_sql)
 
@@ -187,7 +196,7 @@ def register(sub) -> None:
     export.add_argument("--format", required=True, choices=["verifyloop"])
     export.add_argument("--run", help="run id (default: the newest)")
     export.add_argument("--dest", required=True, metavar="DIR", help="folder to write the reports to")
-    export.add_argument("--out", default="kbaudit-out", help="store folder (default ./kbaudit-out)")
+    export.add_argument("--out", default="kbaudit-out", help=OUT_HELP)
     export.add_argument("--json", action="store_true", help="print the written files as JSON")
     export.set_defaults(func=cmd_export)
 

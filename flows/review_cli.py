@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 from flows.output import print_json
-from flows.report_cli import with_pd_options
+from flows.report_cli import OUT_HELP, with_pd_options
 from kb.config import ConfigError
 from kb.records import RISKS
 
@@ -13,14 +14,48 @@ LIST_COLUMNS = ["edit_id", "risk", "state", "doc_id", "old_text", "new_text", "o
 
 
 def _store(args, lock: bool):
+    from kb.remote import open_for_reading
     from kb.store import Store
 
-    store = Store(args.out)
+    store = Store(open_for_reading(args.out))  # a store URL: its mirror, pulled
     if not store.root.is_dir():
         raise ConfigError(f"no store at {store.root} (run `kbaudit run` first, or pass --out)")
     if lock:
         store.lock()
     return store
+
+
+@contextmanager
+def _writing(args):
+    """The store locked for a command that records decisions or edits. For a store URL: the
+    writer lease, the mirror pulled, and what the command appended pushed afterwards."""
+    from kb.remote import resolve_out
+
+    root, remote = resolve_out(args.out)
+    if remote is None:
+        store = _store(args, lock=True)
+        try:
+            yield store
+        finally:
+            store.unlock()
+        return
+    from kb.store import Store
+
+    store = Store(root)
+    store.lock()
+    try:
+        remote.acquire()
+        try:
+            remote.pull()
+            if not store.run_ids():
+                raise ConfigError(f"no store at {remote.url} (no completed run there; run `kbaudit run --out {remote.url}` first)")
+            store.check_files()
+            yield store
+            remote.push()
+        finally:
+            remote.release()
+    finally:
+        store.unlock()
 
 
 def cmd_list(args) -> int:
@@ -58,11 +93,8 @@ def cmd_show(args) -> int:
 def _decide(args, decision: str) -> int:
     from kb import review
 
-    store = _store(args, lock=True)
-    try:
+    with _writing(args) as store:
         rows = review.decide(store, args.edits, decision, reviewer=args.reviewer, note=args.note or "")
-    finally:
-        store.unlock()
     for row in rows:
         print(f"{row['decision']}d {row['edit_id']} ({row['reviewer']})".replace("rejectd", "rejected"))
     return 0
@@ -79,11 +111,8 @@ def cmd_reject(args) -> int:
 def cmd_import(args) -> int:
     from kb import review
 
-    store = _store(args, lock=True)
-    try:
+    with _writing(args) as store:
         rows = review.import_decisions(store, args.file, reviewer=args.reviewer)
-    finally:
-        store.unlock()
     counts = {d: sum(r["decision"] == d for r in rows) for d in ("approve", "reject")}
     print(f"imported {len(rows)} decision(s): {counts['approve']} approved, {counts['reject']} rejected")
     return 0
@@ -92,11 +121,11 @@ def cmd_import(args) -> int:
 def cmd_apply(args) -> int:
     from kb import review
 
-    store = _store(args, lock=not args.dry_run)
-    try:
-        outcomes = review.apply_edits(store, args.docs, dry_run=args.dry_run, actor=args.reviewer)
-    finally:
-        store.unlock()
+    if args.dry_run:
+        outcomes = review.apply_edits(_store(args, lock=False), args.docs, dry_run=True, actor=args.reviewer)
+    else:
+        with _writing(args) as store:
+            outcomes = review.apply_edits(store, args.docs, dry_run=False, actor=args.reviewer)
     if args.json:
         print(json.dumps([o.__dict__ for o in outcomes], indent=2, default=str))
         return 0
@@ -116,7 +145,7 @@ def register(sub) -> None:
 
     def command(name: str, func, help_text: str, *, decides: bool = False):
         parser = review_sub.add_parser(name, help=help_text)
-        parser.add_argument("--out", default="kbaudit-out", help="store folder (default ./kbaudit-out)")
+        parser.add_argument("--out", default="kbaudit-out", help=OUT_HELP)
         if decides:
             parser.add_argument("--reviewer", help="who decides (default: the login name)")
         parser.set_defaults(func=func)

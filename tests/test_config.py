@@ -52,6 +52,8 @@ def test_unknown_file_setting_is_rejected(tmp_path: Path):
         load_settings({}, cwd=tmp_path, environ={})
 
 
-def test_object_store_urls_are_refused_clearly(tmp_path: Path):
+def test_object_store_urls_are_refused_clearly_for_docs_and_taken_for_out(tmp_path: Path):
     with pytest.raises(ConfigError, match="not supported yet; mount the bucket"):
-        load_settings({"out": "s3://bucket/kbaudit"}, cwd=tmp_path, environ={})
+        load_settings({"docs": "s3://bucket/kb"}, cwd=tmp_path, environ={})
+    settings = load_settings({"out": "memory://bucket/kbaudit"}, cwd=tmp_path, environ={"KBAUDIT_MIRROR": str(tmp_path / "m")})
+    assert (settings.out_url, settings.out) == ("memory://bucket/kbaudit", tmp_path / "m")  # tests/test_remote_store.py
