@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime as dt
 import json
 import time
@@ -12,10 +14,11 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 # Large batches are passed quoted: Prefect would otherwise walk every record looking for futures.
 from prefect.utilities.annotations import quote
 
-from kb.config import Settings
+from kb import remote as kb_remote
+from kb.config import ConfigError, Settings
 from kb.log import logger
 from kb.lessons import load_lessons
-from kb.pipeline import AuditResult, Caches, merge_counts, runs_row
+from kb.pipeline import AuditResult, Caches, merge_counts, runs_row, verdict_key
 from kb.review import rejected_proposals, writable_root
 from kb.store import Store, new_run_id
 from tasks.stages import (
@@ -27,8 +30,10 @@ from tasks.stages import (
     sources_task,
     split_task,
     status_task,
+    verify_chunk_task,
     verify_task,
     stage_task,
+    VerifyChunk,
 )
 
 
@@ -43,6 +48,119 @@ def _as_settings(settings: Settings | dict) -> Settings:
     if settings.apply:
         writable_root(settings.docs_root)  # fail before any work if the KB may not be written
     return settings
+
+
+# ---- the task runner: threads (the decorators' default) or a dask cluster for verification ----
+def task_runner_for(settings: Settings):
+    """The Prefect task runner `settings.task_runner` names; None for "thread" (the flows' own)."""
+    if settings.task_runner == "thread":
+        return None
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError:
+        raise ConfigError(
+            f"task runner {settings.task_runner!r} needs prefect-dask, which is not installed: pip install 'kbaudit[dask]'"
+        ) from None
+    if settings.task_runner == "dask":  # a temporary local cluster, one single-threaded process per worker
+        return DaskTaskRunner(cluster_kwargs={"n_workers": settings.dask_workers, "threads_per_worker": 1, "processes": True})
+    return DaskTaskRunner(address=settings.task_runner.removeprefix("dask://"))
+
+
+def with_task_runner(flow_, settings: Settings):
+    """`flow_` with the task runner the settings ask for: the @flow decorators fix the thread
+    runner, so a run that wants dask is started as `with_task_runner(audit, settings)(...)`."""
+    runner = task_runner_for(settings)
+    return flow_ if runner is None else flow_.with_options(task_runner=runner)
+
+
+def _verify(claims, evidence, settings: Settings, caches: Caches, tag: str = "") -> list:
+    """The verify stage: in this process (thread runner), or fanned out over a dask cluster.
+
+    Only verification fans out. Retrieval stays here: `retrieve_stage` builds one index over all
+    sources (BM25 and passage embeddings) before it can search, so a chunk per worker would
+    rebuild the whole index on every worker, and the retrieval batch is signed as one receipt.
+    """
+    if settings.task_runner == "thread":
+        return verify_task(quote(claims), quote(evidence), settings, caches)
+    from prefect.context import FlowRunContext
+    from prefect_dask import DaskTaskRunner
+
+    context = FlowRunContext.get()
+    if context is not None and isinstance(context.task_runner, DaskTaskRunner):
+        return _fan_out_verify(context.task_runner, claims, evidence, settings, caches, tag)
+    # Started without with_task_runner() (a deployment runs the flow with its decorator's thread
+    # runner): a cluster (or the scheduler connection) for this stage only.
+    with task_runner_for(settings) as runner:
+        return _fan_out_verify(runner, claims, evidence, settings, caches, tag)
+
+
+def _fan_out_verify(runner, claims, evidence, settings: Settings, caches: Caches, tag: str) -> list:
+    """`kb.pipeline.verify_stage` with its compute step on the cluster: the verdict cache is read
+    and written here (kb/cache.py expects one writer), and the claims it does not answer go out
+    in waves of about two chunks per worker (at most 512 claims a chunk), each chunk a
+    `verify-chunk` task; each wave's verdicts are cached as soon as it is done (resume).
+
+    A verdict depends on its claim and evidence only, not on the rest of the batch (the model's
+    batched call can differ in float rounding, never enough to move a label in our tests), so
+    the verdicts, gathered in claim order, are the thread runner's.
+    """
+    wanted = [c for c in claims if c.checkworthy]
+    if settings.task_runner == "dask":
+        slots = settings.dask_workers
+    else:  # an existing scheduler: two chunks per worker thread
+        slots = sum(runner.client.nthreads().values())
+        if not slots:
+            logger.warning("%sthe dask scheduler at %s has no workers yet; the verify tasks wait for one", tag, runner.address)
+    slots = max(slots, 1)
+    remote = dataclasses.replace(settings, llm_api_key=None)  # verification needs no secret: keep it off the wire
+    workers: Counter = Counter()
+
+    def compute(indexes: list[int]) -> list:
+        batch = [wanted[i] for i in indexes]
+        size = -(-len(batch) // min(len(batch), 2 * slots))
+        chunks = [batch[i : i + size] for i in range(0, len(batch), size)]
+        with _api_for_workers(settings, tag):
+            futures = [
+                # what `verify_chunk_task.submit(...)` does with the flow's own task runner
+                runner.submit(verify_chunk_task, {
+                    "chunk": VerifyChunk(chunk, {c.claim_id: evidence[c.claim_id] for c in chunk if c.claim_id in evidence}),
+                    "settings": remote,
+                })
+                for chunk in chunks
+            ]
+        verdicts = []
+        for future in futures:
+            chunk_verdicts, worker = future.result()
+            verdicts += chunk_verdicts
+            workers[worker] += 1
+        return verdicts
+
+    keys = [verdict_key(c, evidence.get(c.claim_id, []), settings) for c in wanted]
+    results, computed = caches.lookup(caches.verdicts, keys, compute, batch_size=2 * slots * 512)
+    if computed:
+        logger.info("%s[4/6] verify: %d of %d claims in %d chunks on %d dask worker(s): %s", tag, len(computed), len(wanted),
+                    sum(workers.values()), len(workers), ", ".join(f"{w} ({n} chunks)" for w, n in sorted(workers.items())))
+    return [dataclasses.replace(v, reused=i not in computed) for i, v in enumerate(results)]
+
+
+@contextlib.contextmanager
+def _api_for_workers(settings: Settings, tag: str):
+    """The workers report their task runs to the Prefect API in the context each task carries.
+    With no PREFECT_API_URL this flow runs on an ephemeral server that the context does not name,
+    and each worker would start a server of its own: name this one."""
+    from prefect import get_client
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+    if get_current_settings().api.url:
+        yield
+        return
+    with get_client(sync_client=True) as client:
+        url = str(client.api_url)
+    if settings.task_runner != "dask":
+        logger.warning("%sno PREFECT_API_URL: dask workers on other machines cannot reach this run's Prefect "
+                       "server at %s; set PREFECT_API_URL to a server they can reach", tag, url)
+    with temporary_settings(updates={PREFECT_API_URL: url}):
+        yield
 
 
 def audit_body(settings: Settings, store: Store, run_id: str, shard: tuple[int, int] = (0, 1)) -> dict:
@@ -80,7 +198,7 @@ def audit_body(settings: Settings, store: Store, run_id: str, shard: tuple[int, 
         tag, len(sources), len(result.evidence), searches_reused,
     )
 
-    result.verdicts = verify_task(quote(result.claims), quote(result.evidence), settings, caches)
+    result.verdicts = _verify(result.claims, result.evidence, settings, caches, tag)
     result.redo_reasons = _redo_reasons(result.verdicts, previous_claims, settings.full)
     logger.info("%s[4/6] verify: %s; reused %d verdicts, redone: %s", tag, result.label_counts(),
                 sum(v.reused for v in result.verdicts), result.redo_reasons or "none")
@@ -108,25 +226,41 @@ def _commit(store: Store, settings: Settings, run_id: str, counts: dict, started
     if settings.apply:
         outcomes = apply_task(store, settings.docs_root)
         logger.info("applied edits: %s", dict(Counter(o.status for o in outcomes)) or "none accepted")
+    if settings.out_url:  # a URL store: upload the run (its runs row last) from the local mirror
+        kb_remote.for_settings(settings).push(run_id)
     _publish_artifacts(run_id, row)
     return {"run_id": run_id, **{k: v for k, v in row.items() if k not in ("started_at", "finished_at", "config")}}
 
 
 class _locked_run:
-    """The store lock for the whole run, and a clean staging area."""
+    """The store lock for the whole run, and a clean staging area. For a URL store, also the
+    remote writer lease, and the mirror pulled up to date (kb/remote.py)."""
 
     def __init__(self, settings: Settings):
         self.store = Store(settings.out)
+        self.remote = kb_remote.for_settings(settings)
 
     def __enter__(self) -> Store:
         self.store.lock()
-        removed = self.store.clear_stale_staging()
+        try:
+            if self.remote is not None:
+                self.remote.acquire()
+                self.remote.pull()
+                self.store.check_files()
+            removed = self.store.clear_stale_staging()
+        except BaseException:
+            self.__exit__()
+            raise
         if removed:
             logger.warning("removed %d unfinished run(s) from an earlier crash: %s", len(removed), ", ".join(removed))
         return self.store
 
     def __exit__(self, *exc) -> None:
-        self.store.unlock()
+        try:
+            if self.remote is not None:
+                self.remote.release()
+        finally:
+            self.store.unlock()
 
 
 @flow(name="audit", validate_parameters=False)
@@ -169,7 +303,7 @@ def audit_sharded(settings: Settings | dict, shards: int = 2, deployment: str | 
         clock = time.perf_counter()
         if deployment is None:
             for i in range(shards):
-                audit_shard(settings.public_dict(), run_id, i, shards)
+                with_task_runner(audit_shard, settings)(settings.public_dict(), run_id, i, shards)
         else:
             parameters = lambda i: {"settings": settings.public_dict(), "run_id": run_id, "shard_index": i, "shard_count": shards}  # noqa: E731
             flow_runs = [run_deployment(deployment, parameters=parameters(i), timeout=0) for i in range(shards)]

@@ -43,10 +43,16 @@ def cmd_run(args) -> int:
         "apply": True if args.apply else None,
         "today": args.today,
         "fail_on": args.fail_on,
+        "task_runner": args.task_runner,
+        "dask_workers": args.dask_workers,
     }
     settings = load_settings(flags).validate()
 
-    from flows.audit import audit, audit_sharded
+    from flows.audit import audit, audit_sharded, with_task_runner
+
+    audit_flow = with_task_runner(audit, settings)  # --task-runner dask without prefect-dask: exit 2 here
+    if settings.task_runner != "thread" and not args.verbose:
+        logging.getLogger("distributed").setLevel(logging.WARNING)  # the cluster's start/stop chatter
 
     # The flows get the settings without secrets: Prefect records flow parameters in its
     # database, and the run reads the API key from the environment again.
@@ -55,12 +61,13 @@ def cmd_run(args) -> int:
     elif args.deployment:
         raise ConfigError("--deployment needs --shards N (N > 1)")
     else:
-        row = audit(settings.public_dict())
+        row = audit_flow(settings.public_dict())
     if args.json:
         print_json(row)
     else:
         print(format_summary(row))
-        print(f"store: {settings.out} (open {settings.out / 'kbaudit.duckdb'} with DuckDB)")
+        mirror = f"{settings.out_url}, mirrored in " if settings.out_url else ""
+        print(f"store: {mirror}{settings.out} (open {settings.out / 'kbaudit.duckdb'} with DuckDB)")
     findings = sum(int(row[label]) for label in settings.fail_on)
     return 1 if findings else 0
 
@@ -91,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="audit a KB folder (no DOCS: the bundled demo KB)")
     run.add_argument("docs", nargs="?", help="folder of KB documents")
     run.add_argument("--sources", action="append", help="folder, .jsonl or .parquet of dated sources (repeatable)")
-    run.add_argument("--out", help="store folder (default ./kbaudit-out)")
+    run.add_argument("--out", help="store folder, or a store URL such as s3://bucket/prefix (default ./kbaudit-out)")
     run.add_argument("--depth", help="D0..D5 or fast/standard/strict/audit (default D1)")
     run.add_argument("--full", action="store_true", help="re-verify every claim")
     run.add_argument("--apply", action="store_true", help="write accepted edits to the KB files")
@@ -99,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fail-on", help="comma-separated labels that make the exit status 1")
     run.add_argument("--shards", type=int, help="split the documents by hash into N shards, committed as one run")
     run.add_argument("--deployment", help="run each shard as a flow run of this deployment (e.g. audit-shard/kbaudit-shard) on a work pool")
+    run.add_argument(
+        "--task-runner",
+        help="where the verify stage runs: thread (default: in this process), dask (a local dask cluster), "
+        "or the address of a running dask scheduler (tcp://host:8786); needs pip install 'kbaudit[dask]'",
+    )
+    run.add_argument("--dask-workers", type=int, help="worker processes of the local dask cluster (default 2)")
     run.add_argument("--json", action="store_true", help="print the run summary as JSON")
     run.set_defaults(func=cmd_run)
 

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from datetime import date
@@ -29,7 +30,10 @@ class ConfigError(ValueError):
 class Settings:
     docs: Path | None = None  # None: the bundled demo KB
     sources: list[Path] = field(default_factory=list)
-    out: Path = Path("kbaudit-out")
+    out: Path = Path("kbaudit-out")  # the store folder; for a URL store, its local mirror
+    out_url: str | None = None  # a remote store (fsspec URL, e.g. s3://bucket/kbaudit): kb/remote.py
+    mirror: Path | None = None  # the mirror folder of a URL store; None: ~/.cache/kbaudit/stores/<hash>
+    lease_hours: float = 6.0  # a URL store's writer lease older than this is taken over
     depth: str = "D1"
     full: bool = False
     apply: bool = False
@@ -39,10 +43,26 @@ class Settings:
     today: date | None = None  # pinned "now" for freshness checks; None: the real date
     max_doc_bytes: int = 64 * 1024 * 1024
     shard_size: int = 200  # documents per task batch
+    task_runner: str = "thread"  # "thread"; "dask" (a local cluster); a scheduler: "tcp://host:8786" or "dask://tcp://host:8786"
+    dask_workers: int = 2  # worker processes of the local dask cluster
     fail_on: tuple[str, ...] = ()
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: str | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        # `out` given as a URL: remember it in `out_url` and work in the local mirror folder, so
+        # that `out` is always a folder (file:// URLs are plain folders).
+        if isinstance(self.out, str) and "://" in self.out:
+            from kb import remote
+
+            local = remote.local_path(self.out)
+            if local is None:
+                self.out_url = remote.check_url(self.out)
+                local = Path(self.mirror) if self.mirror is not None else remote.default_mirror(self.out_url)
+            self.out = local
+        elif isinstance(self.out, str):
+            self.out = Path(self.out)
 
     @property
     def docs_root(self) -> Path:
@@ -74,6 +94,15 @@ class Settings:
                 raise ConfigError(f"sources not found: {src}")
         if self.top_k < 1:
             raise ConfigError("top_k must be at least 1")
+        self.task_runner = self.task_runner.strip()
+        address = self.task_runner.removeprefix("dask://")
+        if self.task_runner not in ("thread", "dask") and not re.fullmatch(r"(tcp|tls)://[^\s/:]+:\d+|[^\s/:]+:\d+", address):
+            raise ConfigError(
+                "task_runner must be thread, dask (a local dask cluster) or a dask scheduler address "
+                f"such as tcp://host:8786 (or dask://tcp://host:8786); got {self.task_runner!r}"
+            )
+        if self.dask_workers < 1:
+            raise ConfigError("dask_workers must be at least 1")
         from kb.records import LABELS
 
         bad = [label for label in self.fail_on if label not in LABELS]
@@ -122,7 +151,18 @@ def _coerce(name: str, value):
     if value is None:
         return None
     try:
-        if name in ("docs", "out"):
+        if name == "out" and "://" in str(value):
+            from kb import remote  # a store URL: checked here, split into out_url + mirror by Settings
+
+            local = remote.local_path(str(value))
+            return local if local is not None else remote.check_url(str(value))
+        if name == "out_url":
+            from kb import remote
+
+            return remote.check_url(str(value))
+        if name == "lease_hours":
+            return float(value)
+        if name in ("docs", "out", "mirror"):
             if "://" in str(value):
                 raise ConfigError(
                     f"{name}: URLs such as {value} are not supported yet; mount the bucket as a folder "
@@ -136,7 +176,7 @@ def _coerce(name: str, value):
             if isinstance(value, bool):
                 return value
             return str(value).strip().lower() in ("1", "true", "yes", "on")
-        if name in ("top_k", "max_doc_bytes", "shard_size"):
+        if name in ("top_k", "max_doc_bytes", "shard_size", "dask_workers"):
             return int(value)
         if name == "today":
             return value if isinstance(value, date) else date.fromisoformat(str(value))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 
 from prefect import task
@@ -37,6 +39,45 @@ def retrieve_task(sources, claims: list[Claim], settings: Settings, caches: pipe
 @task(name="verify", cache_policy=NO_CACHE)
 def verify_task(claims: list[Claim], evidence: dict[str, list[Evidence]], settings: Settings, caches: pipeline.Caches):
     return pipeline.verify_stage(claims, evidence, settings, caches)
+
+
+class VerifyChunk:
+    """The claims of one verify chunk and their evidence, sent to a dask worker.
+
+    An opaque object (not a list, dict or dataclass), so Prefect passes it through without
+    walking every record for futures, as `quote()` does in-process: a quote() does not survive
+    dask's serialisation (it arrives as a bare tuple; prefect-dask issue #43).
+    """
+
+    __slots__ = ("claims", "evidence")
+
+    def __init__(self, claims: list[Claim], evidence: dict[str, list[Evidence]]):
+        self.claims = claims
+        self.evidence = evidence
+
+    def __getstate__(self):
+        return self.claims, self.evidence
+
+    def __setstate__(self, state):
+        self.claims, self.evidence = state
+
+
+@task(name="verify-chunk", cache_policy=NO_CACHE)
+def verify_chunk_task(chunk: VerifyChunk, settings: Settings):
+    """The verify stage for one chunk of check-worthy claims on a dask worker (flows/audit.py fans
+    the chunks out and keeps the verdict cache). Returns the verdicts and where they were
+    computed, which the flow logs."""
+    return pipeline.verify_stage(chunk.claims, chunk.evidence, settings), worker_name()
+
+
+def worker_name() -> str:
+    """The dask worker running this code (its address) and its process id; else host and pid."""
+    try:
+        from distributed import get_worker
+
+        return f"{get_worker().address} pid {os.getpid()}"
+    except (ImportError, ValueError):
+        return f"{socket.gethostname()} pid {os.getpid()}"
 
 
 @task(name="escalate", cache_policy=NO_CACHE)
