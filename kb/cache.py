@@ -89,12 +89,16 @@ def loads(text: str):
 
 
 class ResultCache:
-    """A key -> value map for one stage, persisted as Parquet shards. Not shared across processes
-    while writing (the store lock serialises runs)."""
+    """A key -> value map for one stage, persisted as Parquet shards.
+
+    Several processes may write to one folder at once (the shards of a sharded run, the workers
+    of a Dask run): every write is a new uniquely named file, and merging deletes only the shards
+    this instance read or wrote, so it never drops what another process wrote meanwhile."""
 
     def __init__(self, folder: Path | None, namespace: str):
         self.folder = Path(folder) / namespace if folder is not None else None
         self._data: dict[str, str] | None = None
+        self._mine: set[str] = set()  # shard file names whose entries are all in self._data
 
     def _load(self) -> dict[str, str]:
         if self._data is None:
@@ -107,6 +111,7 @@ class ResultCache:
                         shard.unlink(missing_ok=True)  # a torn shard from a crash: drop it, recompute
                         continue
                     self._data.update(zip(table.column("key").to_pylist(), table.column("value").to_pylist()))
+                    self._mine.add(shard.name)
         return self._data
 
     def __len__(self) -> int:
@@ -125,18 +130,20 @@ class ResultCache:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         self._write_shard(list(encoded), list(encoded.values()))
-        shards = sorted(self.folder.glob("*.parquet"))
-        if len(shards) > MAX_SHARDS:
+        if len(list(self.folder.glob("*.parquet"))) > MAX_SHARDS:
+            merged = set(self._mine)
             data = self._load()
-            self._write_shard(list(data), list(data.values()))
-            for shard in shards:
-                shard.unlink(missing_ok=True)
+            self._mine = {self._write_shard(list(data), list(data.values()))}
+            for name in merged:
+                (self.folder / name).unlink(missing_ok=True)
 
-    def _write_shard(self, keys: list[str], values: list[str]) -> None:
+    def _write_shard(self, keys: list[str], values: list[str]) -> str:
         name = f"{dt.datetime.now(dt.timezone.utc).strftime('%Y%m%dT%H%M%S%f')}-{secrets.token_hex(3)}.parquet"
         tmp = self.folder / (name + ".tmp")
         pq.write_table(pa.table({"key": keys, "value": values}), tmp)
         os.replace(tmp, self.folder / name)
+        self._mine.add(name)
+        return name
 
     def cached(self, keys: list[str], compute: Callable[[list[int]], list[Any]]) -> tuple[list[Any], int]:
         """Values for `keys`: cached ones loaded, the rest computed (by index) and stored.

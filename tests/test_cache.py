@@ -38,3 +38,21 @@ def test_many_shards_are_compacted(tmp_path: Path, monkeypatch):
 def test_keys_depend_on_every_part():
     assert key_of("a", 1, [2]) == key_of("a", 1, [2])
     assert key_of("a", 1, [2]) != key_of("a", 1, [3])
+
+
+def test_merging_keeps_what_another_process_wrote(tmp_path, monkeypatch):
+    """Two writers on one folder (two shards of a run): the one that merges must not delete the
+    other's shards, which it never read."""
+    monkeypatch.setattr(cache_module, "MAX_SHARDS", 3)
+    first = ResultCache(tmp_path, "ns")
+    second = ResultCache(tmp_path, "ns")
+    first.put_many({"a0": 0})  # first has loaded the folder now; second has not
+    second.put_many({"b0": 0})
+    for i in range(1, 6):
+        second.put_many({f"b{i}": i})  # written after first loaded: first has not read these
+        first.put_many({f"a{i}": i})  # merges past MAX_SHARDS
+    fresh = ResultCache(tmp_path, "ns")
+    assert fresh.get_many([f"a{i}" for i in range(6)] + [f"b{i}" for i in range(6)]) == {
+        **{f"a{i}": i for i in range(6)}, **{f"b{i}": i for i in range(6)}
+    }
+    assert len(list((tmp_path / "ns").glob("*.parquet"))) <= 8
