@@ -198,6 +198,7 @@ class Retriever:
         self._vectors = np.zeros((0, 0), dtype=np.float32)
         self._bm25: _BM25 | None = None  # over passages (title + section + text)
         self._bm25_sent: _BM25 | None = None  # over single sentences
+        self._sent_terms: list[frozenset[str]] = []  # each sentence's BM25 terms, for alignment
         self._version_of = np.zeros(0, dtype=np.int64)  # passage -> version number
         self._versions_by_source: dict[str, list[int]] = {}
         self._version_range: list[tuple[int, int]] = []  # version -> passage [start, end)
@@ -242,9 +243,12 @@ class Retriever:
         if not passages:
             self._vectors = np.zeros((0, 0), dtype=np.float32)
             self._bm25 = self._bm25_sent = None
+            self._sent_terms = []
             return
         self._bm25 = _BM25([tokenize(t) for t in texts], self.k1, self.b)
-        self._bm25_sent = _BM25([tokenize(s.text) for s in sentences], self.k1, self.b)
+        sentence_tokens = [tokenize(s.text) for s in sentences]
+        self._bm25_sent = _BM25(sentence_tokens, self.k1, self.b)
+        self._sent_terms = [frozenset(t) for t in sentence_tokens]
         self._vectors = self.embedder.encode(texts)
 
     # ------------------------------------------------------------ scoring
@@ -360,7 +364,8 @@ class Retriever:
         for i in range(a, b):
             text = self.sentences[i].text
             fz = fuzz.token_set_ratio(q, default_process(text)) / 100.0
-            rec = sum(w for t, w in weights.items() if t in set(tokenize(text))) / total if total else 0.0
+            terms = self._sent_terms[i]
+            rec = sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
             score = 0.5 * fz + 0.5 * rec
             if score > best_score:
                 best, best_score = text, score

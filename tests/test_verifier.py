@@ -101,3 +101,27 @@ def test_missing_model_degrades_to_rules_only(tmp_path):
                       date(2025, 6, 1))  # fmt: skip
     assert out.label == "contradicted"
     assert v.model_error
+
+
+def test_relevance_gate_spares_the_model_passages_not_about_the_claim():
+    claim = _claim("b", "Black produces small diffs to speed up reviews.")
+    top = "Black makes code review faster by producing the smallest diffs possible."
+    unrelated = "Traefik routes requests to services by host name."
+    same_source_older = "Traefik is a reverse proxy."  # low overlap, but a version of the top source
+    e = {"b": [_ev("b", "index.md", NEW, top, top, 1),
+               _ev("b", "routing.md", NEW, unrelated, unrelated, 2),
+               _ev("b", "index.md", OLD, same_source_older, same_source_older, 3)]}  # fmt: skip
+    stub = _StubModel(lambda c, s: [0.9, 0.05, 0.05] if s == top else [0.2, 0.1, 0.7])
+    v = Verifier(VerifierSettings(use_model=True))
+    v._model = stub
+    (out,) = v.verify([claim], e, date(2025, 6, 1))
+    sent = [p[1] for p in stub.calls[0]]
+    assert top in sent and same_source_older in sent and unrelated not in sent
+    assert out.label == "supported"
+    judged = v.judge_pairs([claim], e)["b"]
+    assert judged[1].relation == "nei" and "not about the claim" in judged[1].rationale
+
+    off = Verifier(VerifierSettings(use_model=True, thresholds={"relevance_gate": 0.0}))
+    off._model = stub = _StubModel(lambda c, s: [0.2, 0.1, 0.7])
+    off.verify([claim], e, date(2025, 6, 1))
+    assert unrelated in [p[1] for p in stub.calls[0]]
