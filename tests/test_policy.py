@@ -180,3 +180,18 @@ def test_disagreement_with_a_clear_side():
     weak_sup = Judgement("supports", 0.54, "model", "model: supports (p=0.54)")
     v = decide(claim(), [ev("a.md"), ev("b.md", rank=2)], [weak_sup, REF], TODAY)
     assert v.label == "contradicted" and v.evidence_value == "3.9+"
+
+
+def test_short_complete_sentence_is_judged_like_any_claim():
+    """Few informative words make a fragment ("Optional, Default=0s", "If depth is set to 2")
+    vague; a short whole sentence ("Diwali is a festival.") is not."""
+    from kb.verify.policy import underspecified
+
+    assert underspecified("Optional, Default=0s") and underspecified("If depth is set to 2")
+    assert underspecified("this option will be ignored")
+    assert not underspecified("Diwali is a festival.") and not underspecified("In 2004 Paramore formed.")
+    loose = Judgement("supports", 0.92, "rules", "claim terms covered (coverage 1.00)")
+    other_page = ev(source_id="festivals.md", sentence="Diwali is a festival of lights.")
+    assert decide(claim("Diwali is a festival."), [other_page], [loose], TODAY).label == "supported"
+    fragment = claim("Optional, Default=0s")
+    assert decide(fragment, [ev(source_id="other.md", sentence="Optional, Default=5s")], [loose], TODAY).label == "uncertain"

@@ -22,11 +22,12 @@ verdicts of one document into a status and a score with components.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from datetime import date
 
 from kb.records import Claim, Evidence, Judgement, Verdict
-from kb.verify.slots import canonical, informative_words, similarity, split_sentences
+from kb.verify.slots import canonical, informative_words, similarity, split_sentences, word_tokens
 
 DEFAULT_THRESHOLDS = {
     "support": 0.5,  # a supports judgement counts at or above this confidence
@@ -41,8 +42,30 @@ DEFAULT_THRESHOLDS = {
     "weak_side": 0.6,  # ...against a side below this
 }
 MIN_CONTEXT_WORDS = 3  # fewer: "Optional, Default=0s" means something only under its heading
+# A short claim is still a whole statement when it reads as one sentence: capitalised, ended,
+# with a finite verb, and not opening on a subordinator or a word that points elsewhere.
+_POINTS_ELSEWHERE = frozenset(
+    """if when whenever once which while because although though unless until after before as since
+    where whereas so such this that these those it its they them their he she his her there here""".split()
+)
+_FINITE_VERB = re.compile(
+    r"\b(?:is|are|was|were|be|been|has|have|had|does|do|did|can|cannot|could|will|would|shall|should"
+    r"|may|might|must)\b|\b[a-z]{3,}ed\b", re.IGNORECASE)
 
 UNDECIDABLE_TYPES = ("speculative", "normative")
+
+
+def underspecified(text: str) -> bool:
+    """Too little context to know what the claim is about: "Optional, Default=0s", "If depth is
+    set to 2", "this option will be ignored". "Diwali is a festival." is short but complete."""
+    if informative_words(text) >= MIN_CONTEXT_WORDS:
+        return False
+    words = word_tokens(text)
+    complete = (
+        bool(words) and words[0][:1].isupper() and words[0].lower() not in _POINTS_ELSEWHERE
+        and text.rstrip().endswith((".", "!")) and _FINITE_VERB.search(text) is not None
+    )  # fmt: skip
+    return not complete
 
 
 def _date_key(d: date | None) -> date:
@@ -92,8 +115,8 @@ def decide(
         hits = [(e, j) for e, j in items if j.relation == relation and j.confidence >= threshold]
         return max(hits, key=lambda p: (p[1].confidence, p[1].tier == "rules"), default=None)
 
-    underspecified = informative_words(claim.text) < MIN_CONTEXT_WORDS
-    if underspecified:
+    vague = underspecified(claim.text)
+    if vague:
         # "Optional, Default=0s" is about the same thing as a passage only where some version
         # of that source states the claim word for word; ignore every other source
         about = {sid for sid in set(current) | set(history)
@@ -136,7 +159,7 @@ def decide(
                 tier=top_r[2].tier,
             )  # fmt: skip
 
-    if sup and not underspecified:
+    if sup and not vague:
         # the newest versions support only loosely while an older version of one of them said
         # it word for word: that source reworded the statement (e.g. added a condition)
         loose = all(v[2].confidence < th["verbatim"] for v in sup.values())
@@ -206,7 +229,7 @@ def decide(
                 evidence_sentence=e_new.sentence,
             )  # fmt: skip
         _, e, j = max(ref.values(), key=lambda v: (v[2].confidence, _date_key(v[1].source_date)))
-        if informative_words(claim.text) < MIN_CONTEXT_WORDS:
+        if vague:
             return _uncertain(
                 claim, base,
                 f"{e.source_id} conflicts ({j.rationale}) but the claim has too little context to be "
@@ -231,7 +254,7 @@ def decide(
     # source has a revised counterpart: the statement was changed (documentation drift)
     for sid, items in history.items():
         old = best(items, "supports", th["verbatim"])
-        if not old or sid not in current or underspecified:
+        if not old or sid not in current or vague:
             continue
         rev = _revised_counterpart(claim, current[sid], th["revision"])
         if rev:
