@@ -96,7 +96,7 @@ def _verify(claims, evidence, settings: Settings, caches: Caches, tag: str = "")
 
 def _fan_out_verify(runner, claims, evidence, settings: Settings, caches: Caches, tag: str) -> list:
     """`kb.pipeline.verify_stage` with its compute step on the cluster: the verdict cache is read
-    and written here (kb/cache.py expects one writer), and the claims it does not answer go out
+    and written here (so workers need no shared filesystem), and the claims it does not answer go out
     in waves of about two chunks per worker (at most 512 claims a chunk), each chunk a
     `verify-chunk` task; each wave's verdicts are cached as soon as it is done (resume).
 

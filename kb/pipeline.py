@@ -400,9 +400,9 @@ def stage_tables(store: Store, run_id: str, result: AuditResult, part: str = "pa
 
     Nothing is visible until `Store.commit_run`.
     """
-    evidence_rows = [
+    evidence_rows = (  # a generator: the store converts and writes it in row groups
         {**e.__dict__, "evidence_id": e.evidence_id} for claim_id in sorted(result.evidence) for e in result.evidence[claim_id]
-    ]
+    )
     tables = {
         "documents": document_rows(result),
         "ingest_errors": result.errors,

@@ -36,6 +36,18 @@ from kb.schema import APPEND_ONLY, RUN_TABLES, SCHEMAS
 from kb.views import view_sql
 
 DB_FILE = "kbaudit.duckdb"
+WRITE_CHUNK = 20_000  # rows per Parquet row group when staging a table
+
+
+def _chunks(rows: Iterable, size: int):
+    chunk = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 class StoreError(RuntimeError):
@@ -157,14 +169,23 @@ class Store:
         return removed
 
     def write_table(self, run_id: str, table: str, rows: Iterable, part: str = "part-0") -> int:
-        """Stage one part of a run's table (shards of one run write parts of their own)."""
-        data = to_arrow(table, rows)
+        """Stage one part of a run's table (shards of one run write parts of their own).
+
+        Rows are converted and written in row groups of WRITE_CHUNK, so a table of a few hundred
+        thousand evidence rows never exists as Python dicts and Arrow columns all at once."""
         folder = self.staging(run_id) / table
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f"{part}.parquet.tmp"
-        pq.write_table(data, tmp)
+        written = 0
+        with pq.ParquetWriter(tmp, SCHEMAS[table]) as writer:
+            for chunk in _chunks(rows, WRITE_CHUNK):
+                data = to_arrow(table, chunk)
+                writer.write_table(data)
+                written += data.num_rows
+            if not written:
+                writer.write_table(to_arrow(table, []))
         os.replace(tmp, folder / f"{part}.parquet")
-        return data.num_rows
+        return written
 
     def stage_counts(self, run_id: str, part: str, counts: dict) -> None:
         """A shard's summary counts, beside its staged tables (the parent reads them to commit)."""

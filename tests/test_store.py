@@ -81,3 +81,22 @@ def test_review_queue_keeps_edits_of_documents_without_an_owner(tmp_path: Path):
     write_report_run(store, {0: "contradicted", 1: "supported", 3: "stale", 4: "contradicted", 5: "stale", 6: "uncertain"})
     rows = store.query("SELECT doc_id, owner FROM review_queue ORDER BY doc_id").to_dict("records")
     assert [r["doc_id"] for r in rows] == ["a.md", "b.md"]
+
+
+def test_large_tables_are_written_in_row_groups(tmp_path: Path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    import kb.store as store_module
+
+    monkeypatch.setattr(store_module, "WRITE_CHUNK", 4)
+    store = Store(tmp_path)
+    run_id = new_run_id()
+    assert store.write_table(run_id, "claims", (_claim(i) for i in range(10))) == 10  # a generator is fine
+    assert store.write_table(run_id, "verdicts", []) == 0
+    staged = store.staging(run_id)
+    claims_file = pq.ParquetFile(staged / "claims" / "part-0.parquet")
+    assert claims_file.metadata.num_row_groups == 3
+    assert claims_file.read().column("claim_id").to_pylist() == [f"c{i}" for i in range(10)]
+    assert pq.read_table(staged / "verdicts" / "part-0.parquet").num_rows == 0
+    store.commit_run(run_id, _runs_row())
+    assert store.query("SELECT count(*) AS n FROM claims").n[0] == 10
