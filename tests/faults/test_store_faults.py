@@ -53,7 +53,8 @@ def test_disk_full_part_way(base_store, tmp_path, monkeypatch, capsys, record, w
     out = copy_store(base, tmp_path / "out")
     before = snapshot(out)
     if where == "write_table":
-        monkeypatch.setattr(kb.store.pq, "write_table", _fail_on_call(5, pq.write_table))
+        # the store stages each table through a ParquetWriter, one row group per call
+        monkeypatch.setattr(kb.store.pq.ParquetWriter, "write_table", _fail_on_call(5, pq.ParquetWriter.write_table))
     else:
         committed = lambda src, dst, *a, **k: ".staging" in str(src) and ".staging" not in str(dst)  # noqa: E731
         monkeypatch.setattr(kb.store.os, "replace", _fail_on_call(4, os.replace, committed))
