@@ -232,35 +232,15 @@ def _commit(store: Store, settings: Settings, run_id: str, counts: dict, started
     return {"run_id": run_id, **{k: v for k, v in row.items() if k not in ("started_at", "finished_at", "config")}}
 
 
-class _locked_run:
-    """The store lock for the whole run, and a clean staging area. For a URL store, also the
-    remote writer lease, and the mirror pulled up to date (kb/remote.py)."""
-
-    def __init__(self, settings: Settings):
-        self.store = Store(settings.out)
-        self.remote = kb_remote.for_settings(settings)
-
-    def __enter__(self) -> Store:
-        self.store.lock()
-        try:
-            if self.remote is not None:
-                self.remote.acquire()
-                self.remote.pull()
-                self.store.check_files()
-            removed = self.store.clear_stale_staging()
-        except BaseException:
-            self.__exit__()
-            raise
+@contextlib.contextmanager
+def _locked_run(settings: Settings):
+    """The store opened for writing for the whole run (kb.remote.writing: the lock, and for a URL
+    store the writer lease and the mirror pulled), with a clean staging area."""
+    with kb_remote.writing(Store(settings.out), kb_remote.for_settings(settings)) as store:
+        removed = store.clear_stale_staging()
         if removed:
             logger.warning("removed %d unfinished run(s) from an earlier crash: %s", len(removed), ", ".join(removed))
-        return self.store
-
-    def __exit__(self, *exc) -> None:
-        try:
-            if self.remote is not None:
-                self.remote.release()
-        finally:
-            self.store.unlock()
+        yield store
 
 
 @flow(name="audit", validate_parameters=False)

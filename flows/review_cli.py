@@ -13,55 +13,39 @@ from kb.records import RISKS
 LIST_COLUMNS = ["edit_id", "risk", "state", "doc_id", "old_text", "new_text", "owner"]
 
 
-def _store(args, lock: bool):
+def _store(args):
+    """The store to read (no lock): --out, or for a store URL its mirror, pulled."""
     from kb.remote import open_for_reading
     from kb.store import Store
 
-    store = Store(open_for_reading(args.out))  # a store URL: its mirror, pulled
+    store = Store(open_for_reading(args.out))
     if not store.root.is_dir():
         raise ConfigError(f"no store at {store.root} (run `kbaudit run` first, or pass --out)")
-    if lock:
-        store.lock()
     return store
 
 
 @contextmanager
 def _writing(args):
-    """The store locked for a command that records decisions or edits. For a store URL: the
-    writer lease, the mirror pulled, and what the command appended pushed afterwards."""
-    from kb.remote import resolve_out
-
-    root, remote = resolve_out(args.out)
-    if remote is None:
-        store = _store(args, lock=True)
-        try:
-            yield store
-        finally:
-            store.unlock()
-        return
+    """The store opened for a command that records decisions or edits (kb.remote.writing); for a
+    store URL, what the command appended is pushed afterwards."""
+    from kb.remote import resolve_out, writing
     from kb.store import Store
 
-    store = Store(root)
-    store.lock()
-    try:
-        remote.acquire()
-        try:
-            remote.pull()
-            if not store.run_ids():
-                raise ConfigError(f"no store at {remote.url} (no completed run there; run `kbaudit run --out {remote.url}` first)")
-            store.check_files()
-            yield store
+    root, remote = resolve_out(args.out)
+    if remote is None and not root.is_dir():
+        raise ConfigError(f"no store at {root} (run `kbaudit run` first, or pass --out)")
+    with writing(Store(root), remote) as store:
+        if remote is not None and not store.run_ids():
+            raise ConfigError(f"no store at {remote.url} (no completed run there; run `kbaudit run --out {remote.url}` first)")
+        yield store
+        if remote is not None:
             remote.push()
-        finally:
-            remote.release()
-    finally:
-        store.unlock()
 
 
 def cmd_list(args) -> int:
     from kb import review
 
-    frame = review.queue(_store(args, lock=False), risk=args.risk, doc=args.doc)
+    frame = review.queue(_store(args), risk=args.risk, doc=args.doc)
     if args.json:
         print(frame.to_json(orient="records", date_format="iso", default_handler=str))
     elif frame.empty:
@@ -75,7 +59,7 @@ def cmd_list(args) -> int:
 def cmd_show(args) -> int:
     from kb import review
 
-    row = review.show(_store(args, lock=False), args.edit)
+    row = review.show(_store(args), args.edit)
     if args.json:
         print_json(row)
         return 0
@@ -122,7 +106,7 @@ def cmd_apply(args) -> int:
     from kb import review
 
     if args.dry_run:
-        outcomes = review.apply_edits(_store(args, lock=False), args.docs, dry_run=True, actor=args.reviewer)
+        outcomes = review.apply_edits(_store(args), args.docs, dry_run=True, actor=args.reviewer)
     else:
         with _writing(args) as store:
             outcomes = review.apply_edits(store, args.docs, dry_run=False, actor=args.reviewer)

@@ -30,6 +30,7 @@ import json
 import os
 import secrets
 import socket
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -368,12 +369,25 @@ def for_settings(settings) -> RemoteStore | None:
     return RemoteStore(settings.out_url, settings.out, getattr(settings, "lease_hours", DEFAULT_LEASE_HOURS))
 
 
-def pull(url: str, local: Path | str) -> int:
-    return RemoteStore(url, Path(local)).pull()
-
-
-def push(url: str, local: Path | str, run_id: str | None = None) -> int:
-    return RemoteStore(url, Path(local)).push(run_id)
+@contextmanager
+def writing(store: Store, remote: RemoteStore | None):
+    """A store opened for writing: its lock and, for a URL store, the writer lease and the mirror
+    pulled up to date and checked. Runs and review commands both go through here; pushing what
+    they wrote is theirs to do (a run pushes after its commit)."""
+    store.lock()
+    try:
+        if remote is None:
+            yield store
+            return
+        remote.acquire()
+        try:
+            remote.pull()
+            store.check_files()
+            yield store
+        finally:
+            remote.release()
+    finally:
+        store.unlock()
 
 
 def resolve_out(out: str | Path) -> tuple[Path, RemoteStore | None]:
