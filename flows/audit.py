@@ -18,7 +18,7 @@ from kb import remote as kb_remote
 from kb.config import ConfigError, Settings
 from kb.log import logger
 from kb.lessons import load_lessons
-from kb.pipeline import AuditResult, Caches, merge_counts, runs_row, verdict_key
+from kb.pipeline import AuditResult, Caches, merge_counts, runs_row, verify_stage
 from kb.review import rejected_proposals, writable_root
 from kb.store import Store, new_run_id
 from tasks.stages import (
@@ -95,7 +95,7 @@ def _verify(claims, evidence, settings: Settings, caches: Caches, tag: str = "")
 
 
 def _fan_out_verify(runner, claims, evidence, settings: Settings, caches: Caches, tag: str) -> list:
-    """`kb.pipeline.verify_stage` with its compute step on the cluster: the verdict cache is read
+    """`kb.pipeline.verify_stage` with its batches verified on the cluster: the verdict cache is read
     and written here (so workers need no shared filesystem), and the claims it does not answer go out
     in waves of about two chunks per worker (at most 512 claims a chunk), each chunk a
     `verify-chunk` task; each wave's verdicts are cached as soon as it is done (resume).
@@ -104,7 +104,6 @@ def _fan_out_verify(runner, claims, evidence, settings: Settings, caches: Caches
     batched call can differ in float rounding, never enough to move a label in our tests), so
     the verdicts, gathered in claim order, are the thread runner's.
     """
-    wanted = [c for c in claims if c.checkworthy]
     if settings.task_runner == "dask":
         slots = settings.dask_workers
     else:  # an existing scheduler: two chunks per worker thread
@@ -115,8 +114,7 @@ def _fan_out_verify(runner, claims, evidence, settings: Settings, caches: Caches
     remote = dataclasses.replace(settings, llm_api_key=None)  # verification needs no secret: keep it off the wire
     workers: Counter = Counter()
 
-    def compute(indexes: list[int]) -> list:
-        batch = [wanted[i] for i in indexes]
+    def verify_on_workers(batch: list) -> list:
         size = -(-len(batch) // min(len(batch), 2 * slots))
         chunks = [batch[i : i + size] for i in range(0, len(batch), size)]
         with _api_for_workers(settings, tag):
@@ -135,12 +133,12 @@ def _fan_out_verify(runner, claims, evidence, settings: Settings, caches: Caches
             workers[worker] += 1
         return verdicts
 
-    keys = [verdict_key(c, evidence.get(c.claim_id, []), settings) for c in wanted]
-    results, computed = caches.lookup(caches.verdicts, keys, compute, batch_size=2 * slots * 512)
-    if computed:
-        logger.info("%s[4/6] verify: %d of %d claims in %d chunks on %d dask worker(s): %s", tag, len(computed), len(wanted),
-                    sum(workers.values()), len(workers), ", ".join(f"{w} ({n} chunks)" for w, n in sorted(workers.items())))
-    return [dataclasses.replace(v, reused=i not in computed) for i, v in enumerate(results)]
+    verdicts = verify_stage(claims, evidence, settings, caches, verify_batch=verify_on_workers, batch_size=2 * slots * 512)
+    if workers:
+        logger.info("%s[4/6] verify: %d of %d claims in %d chunks on %d dask worker(s): %s", tag,
+                    sum(not v.reused for v in verdicts), len(verdicts), sum(workers.values()), len(workers),
+                    ", ".join(f"{w} ({n} chunks)" for w, n in sorted(workers.items())))
+    return verdicts
 
 
 @contextlib.contextmanager

@@ -237,24 +237,34 @@ def verdict_key(claim: Claim, evidence: list[Evidence], settings: Settings) -> s
 
 
 def verify_stage(
-    claims: list[Claim], evidence: dict[str, list[Evidence]], settings: Settings, caches: Caches | None = None
+    claims: list[Claim],
+    evidence: dict[str, list[Evidence]],
+    settings: Settings,
+    caches: Caches | None = None,
+    verify_batch=None,
+    batch_size: int = 512,
 ) -> list[Verdict]:
-    from kb.verify import verifier_for
+    """A verdict per check-worthy claim: cached ones reused, the rest verified in batches.
 
+    ``verify_batch(claims) -> verdicts`` (same order) verifies one batch of uncached claims;
+    default: in this process with the run's verifier (the Dask runner passes one that fans the
+    batch out over its workers, the cache staying here)."""
     caches = caches or Caches.at(None)
     wanted = [c for c in claims if c.checkworthy]
     verifier = None
 
-    def compute(indexes: list[int]) -> list[Verdict]:
+    def verify_here(batch: list[Claim]) -> list[Verdict]:
         nonlocal verifier
         if verifier is None:
+            from kb.verify import verifier_for
+
             verifier = verifier_for(settings.model_path, settings.depth != "D0")
-        batch = [wanted[i] for i in indexes]
         verdicts = {v.claim_id: v for v in verifier.verify(batch, {c.claim_id: evidence.get(c.claim_id, []) for c in batch}, settings.run_date)}
         return [verdicts[c.claim_id] for c in batch]
 
+    verify_batch = verify_batch or verify_here
     keys = [verdict_key(c, evidence.get(c.claim_id, []), settings) for c in wanted]
-    results, computed = caches.lookup(caches.verdicts, keys, compute, batch_size=512)
+    results, computed = caches.lookup(caches.verdicts, keys, lambda indexes: verify_batch([wanted[i] for i in indexes]), batch_size)
     return [dataclasses.replace(v, reused=i not in computed) for i, v in enumerate(results)]
 
 
