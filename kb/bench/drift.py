@@ -124,6 +124,7 @@ def _line_of(claim, cands) -> int:
 
 def score_project(gold_rows: list[dict], result) -> tuple[dict[str, float], list[dict]]:
     by_doc = _claim_lines(result)
+    why = {v.claim_id: v.rationale for v in result.verdicts}
     counts = {"stale": 0, "stale_hit": 0, "supported": 0, "false_alarm": 0, "uncertain": 0,
               "uncertain_flagged": 0, "unmatched": 0}  # fmt: skip
     dump = []
@@ -145,7 +146,8 @@ def score_project(gold_rows: list[dict], result) -> tuple[dict[str, float], list
             counts["uncertain_flagged"] += flagged
         dump.append({"id": g.get("id"), "doc": g["doc"], "line": g.get("line"), "gold": gl,
                      "old_text": g["old_text"], "new_text": g.get("new_text"),
-                     "claims": [{"text": c.text, "label": lab} for c, lab in matched]})  # fmt: skip
+                     "claims": [{"text": c.text, "label": lab, "rationale": why.get(c.claim_id, "")}
+                                for c, lab in matched]})  # fmt: skip
     flagged_total = counts["stale_hit"] + counts["false_alarm"] + counts["uncertain_flagged"]
     metrics = {
         "drift_stale_recall": counts["stale_hit"] / max(1, counts["stale"]),

@@ -8,7 +8,9 @@ Three systems are measured in one run on the same inputs:
 - rules only (depth D0): prefix ``rules_``;
 - the lexical-overlap baseline (:mod:`kb.verify.lexical`): prefix ``lexical_``.
 
-Every system goes through the same labelling policy (:func:`kb.verify.policy.decide`).
+The full and rules-only systems label through ``Verifier.label`` (the revision contrast between
+dated versions, then the policy, as a run does); the lexical baseline through the same policy
+(:func:`kb.verify.policy.decide`) without the contrast.
 
 Metrics:
 
@@ -141,8 +143,10 @@ def verify_with(system, claims: list[Claim], evidence: dict[str, list[Evidence]]
             for c in todo_claims:
                 memo[(c.text, todo_ev[c.claim_id][0].sentence)] = fresh[c.claim_id][0]
         judged = {c.claim_id: [memo[(c.text, e.sentence)] for e in evidence.get(c.claim_id, [])] for c in claims}
-    thresholds = getattr(system, "thresholds", None)
-    verdicts = [decide(c, evidence.get(c.claim_id, []), judged[c.claim_id], TODAY, thresholds=thresholds) for c in claims]
+    if hasattr(system, "label"):
+        verdicts = [system.label(c, evidence.get(c.claim_id, []), judged[c.claim_id], TODAY) for c in claims]
+    else:
+        verdicts = [decide(c, evidence.get(c.claim_id, []), judged[c.claim_id], TODAY) for c in claims]
     return verdicts, judged
 
 

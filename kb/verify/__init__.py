@@ -9,7 +9,10 @@
    confidence (skipped entirely with ``use_model=False``: depth D0, rules only);
 3. a combination per pair: a sure rules decision (exact match, slot conflict) stands; otherwise
    the model's calibrated judgement, reinforced when the rules agree;
-4. the labelling **policy** (:func:`kb.verify.policy.decide`) over all passages of the claim
+4. the **revision contrast** (:mod:`kb.verify.revision`) between dated versions of one source:
+   where the claim states what an older version said and the newest replaced, or what only the
+   newest says, those two passages are judged by that change;
+5. the labelling **policy** (:func:`kb.verify.policy.decide`) over all passages of the claim
    and their source dates: supported / contradicted / stale / uncertain, with gaps.
 
 Prefect-free; usable from a notebook.
@@ -24,6 +27,7 @@ from datetime import date
 
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status
+from kb.verify.revision import apply_contrast
 from kb.verify.rules import judge_rules
 from kb.verify.slots import canonical, content_words, split_sentences, word_tokens
 
@@ -188,14 +192,16 @@ class Verifier:
             out[cid].append(j)
         return out
 
+    def label(self, claim: Claim, evidence: list[Evidence], judgements: list[Judgement], today: date) -> Verdict:
+        """The verdict from one claim's per-passage judgements: the revision contrast between
+        dated versions of a source (:mod:`kb.verify.revision`), then the policy."""
+        judgements = apply_contrast(claim.text, evidence, judgements, self.thresholds["rules_override"])
+        return decide(claim, evidence, judgements, today, thresholds=self.thresholds)
+
     def verify(self, claims: list[Claim], evidence: dict[str, list[Evidence]], today: date) -> list[Verdict]:
         """One verdict per claim, in order."""
         judged = self.judge_pairs(claims, evidence)
-        verdicts = []
-        for c in claims:
-            evs = evidence.get(c.claim_id, [])
-            verdicts.append(decide(c, evs, judged[c.claim_id], today, thresholds=self.thresholds))
-        return verdicts
+        return [self.label(c, evidence.get(c.claim_id, []), judged[c.claim_id], today) for c in claims]
 
 
 @functools.lru_cache(maxsize=4)

@@ -102,7 +102,7 @@ _ORDINALS = {
 }  # fmt: skip
 _SCALES = {
     "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "mn": 1e6, "bn": 1e9,
-    "lakh": 1e5, "crore": 1e7,
+    "lakh": 1e5, "crore": 1e7, "lakhs": 1e5, "crores": 1e7,
 }  # fmt: skip
 MONTHS = {
     m: i + 1
@@ -403,6 +403,11 @@ _DATE_OPS = (("prior to", "<"), ("before", "<"), ("until", "<="), ("by", "<="), 
              ("after", ">"), ("since", ">="), ("from", ">="), ("no earlier than", ">="))  # fmt: skip
 
 
+# "by" and "from" are left out for bare years: "by 2016" is often an agent ("a study by 2016
+# graduates") and "from 2010" usually opens a range ("from 2010 to 2015")
+_YEAR_OPS = tuple((p, o) for p, o in _DATE_OPS if p not in ("by", "from"))
+
+
 def _dated(v, tokens, i, j) -> Quantity:
     before = _lower_phrase(tokens, i, 3)
     op, s = "=", i
@@ -553,6 +558,13 @@ def _numeric(tokens: list[str], i: int) -> Quantity | None:
         if nxt not in _UNITS and nxt not in _SCALES and nxt not in ("%", "people", "km"):
             op, s, e, _ = _comparator(tokens, i, j)
             op = {"~": "="}.get(op, op)
+            if op == "=":
+                # "formed after 1978", "died before 1988": the year is a bound, not the value
+                before = _lower_phrase(tokens, i, 3)
+                for phrase, o in _YEAR_OPS:
+                    if before == phrase or before.endswith(" " + phrase):
+                        op, s = o, i - len(phrase.split())
+                        break
             lo, hi, lo_open, hi_open, point = _interval(value, op, 1.0)
             if point:
                 lo, hi = value, value

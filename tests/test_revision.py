@@ -1,0 +1,102 @@
+"""Revision contrast: the claim against what changed between two dated versions of a sentence."""
+
+from datetime import date
+
+import pytest
+
+from kb.records import Claim, Evidence
+from kb.verify import Verifier, VerifierSettings
+from kb.verify.revision import contrast
+from kb.verify.slots import extract
+
+
+def test_claim_with_the_replaced_number_follows_the_older_version():
+    c = contrast(
+        "The free plan allows fewer than 51 requests per minute.",
+        "The free plan allows 50 requests per minute and 3 projects.",
+        "The free plan allows 60 requests per minute and 3 projects.",
+    )
+    assert c is not None and c.side == "older"
+    assert (c.old_value, c.new_value) == ("50", "60")
+    assert "'50' to '60'" in c.rationale
+
+
+def test_comparator_against_the_stated_value_not_its_rounding():
+    # "more than 45" is false of a version that says exactly 45
+    c = contrast("The team has more than 45 wins.", "The team has 46 wins and 60 losses.", "The team has 45 wins and 60 losses.")
+    assert c is not None and c.side == "older"
+
+
+@pytest.mark.parametrize(
+    ("claim", "older", "newer", "side"),
+    [
+        ("Logs are written in JSON format.",  # a word only the newer version has
+         "Access logs are written in the Common Log Format by default.",
+         "Access logs are written in the JSON format by default.", "newer"),
+        ("The proxy was configured through the Kubernetes Ingress provider.",  # a replaced name that
+         "You configure it with the Kubernetes Ingress provider and a file.",  # difflib splits into
+         "You configure it with the Gateway API provider and a file.", "older"),  # delete + insert
+    ],
+)  # fmt: skip
+def test_changed_words_decide_the_side(claim, older, newer, side):
+    c = contrast(claim, older, newer)
+    assert c is not None and c.side == side
+
+
+def test_no_decision_when_the_change_is_not_about_the_claim_or_signals_disagree():
+    # the change (port) is not what the claim says
+    assert contrast("The dashboard is enabled by default.",
+                    "The dashboard is enabled by default on port 8080.",
+                    "The dashboard is enabled by default on port 9000.") is None  # fmt: skip
+    # different sentences altogether: nothing to contrast
+    assert contrast("The limit is 50.", "The limit is 50 requests.", "Support ends in March for all users of old plans.") is None
+    # identical versions
+    assert contrast("X is 5.", "X is 5 today.", "X is 5 today.") is None
+    # the claim has both the removed and the added word
+    assert contrast("Mixed or favorable reviews.", "It got mixed reviews.", "It got favorable reviews.") is None
+
+
+def test_years_after_and_before_are_bounds():
+    (q,) = extract("The band was formed after 1978.").quantities
+    assert (q.op, q.lo) == (">", 1978.0)
+    (q,) = extract("She left before 1988.").quantities
+    assert (q.op, q.hi) == ("<", 1988.0)
+    # "by" stays a plain year: "a study by 2016 graduates" is no deadline
+    (q,) = extract("A survey by 2016 graduates.").quantities
+    assert q.op == "="
+    c = contrast("The band was formed after 1978.", "The band was formed in 1979 in New York.", "The band was formed in 1978 in New York.")
+    assert c is not None and c.side == "older"
+
+
+def _ev(cid, sentence, day, rank):
+    return Evidence(claim_id=cid, rank=rank, passage_id=f"p{rank}", source_id="page", source_version=str(day),
+                    source_date=day, authority=1.0, passage=sentence, sentence=sentence,
+                    score_bm25=0.0, score_dense=0.0, score_fused=0.0)  # fmt: skip
+
+
+def test_verifier_labels_stale_from_the_contrast_with_the_newer_value():
+    text = "The free plan allows fewer than 51 requests per minute."
+    claim = Claim(claim_id="c1", doc_id="d", version_id="v", start=0, end=len(text), source_text=text, text=text)
+    older = _ev("c1", "The free plan allows 50 requests per minute and 3 projects.", date(2023, 1, 1), 1)
+    newer = _ev("c1", "The free plan allows 60 requests per minute and 3 projects.", date(2024, 6, 1), 2)
+    v = Verifier(VerifierSettings(use_model=False))
+    (stale,) = v.verify([claim], {"c1": [older, newer]}, date(2025, 1, 1))
+    assert stale.label == "stale"
+    assert stale.evidence_value == "60" and "revision" in stale.rationale
+    # the same two versions with their dates swapped: the claim states the newest value
+    older2 = _ev("c1", older.sentence, date(2024, 6, 1), 1)
+    newer2 = _ev("c1", newer.sentence, date(2023, 1, 1), 2)
+    (now,) = v.verify([claim], {"c1": [older2, newer2]}, date(2025, 1, 1))
+    assert now.label == "supported"
+
+
+def test_an_unchanged_sentence_beside_a_changed_one_is_not_a_revision():
+    # the newer list changed the Free plan's limit; the Pro plan's line stands in both versions
+    text = "The Pro plan allows 900 requests per minute."
+    claim = Claim(claim_id="c2", doc_id="d", version_id="v", start=0, end=len(text), source_text=text, text=text)
+    pro = "The Pro plan allows 600 requests per minute."
+    old = _ev("c2", pro, date(2023, 1, 1), 1)
+    new_pro = _ev("c2", pro, date(2024, 6, 1), 2)
+    new_free = _ev("c2", "The Free plan allows 100 requests per minute.", date(2024, 6, 1), 3)
+    (v,) = Verifier(VerifierSettings(use_model=False)).verify([claim], {"c2": [old, new_free, new_pro]}, date(2025, 1, 1))
+    assert v.label == "contradicted" and "revision" not in v.rationale
