@@ -51,6 +51,7 @@ def normalize(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+@lru_cache(maxsize=65536)
 def canonical(text: str) -> str:
     """Comparison key of a whole sentence: case, spacing and punctuation folded."""
     t = normalize(text).lower()
@@ -232,6 +233,13 @@ def content_words(tokens: list[str]) -> list[str]:
             continue
         out.append(stem(lt))
     return out
+
+
+@lru_cache(maxsize=65536)
+def content_set(text: str) -> frozenset[str]:
+    """The content words of a text as a set (cached: evidence sentences are compared with many
+    claims)."""
+    return frozenset(content_words(word_tokens(text)))
 
 
 @lru_cache(maxsize=65536)
