@@ -190,6 +190,10 @@ def test_short_complete_sentence_is_judged_like_any_claim():
     assert underspecified("Optional, Default=0s") and underspecified("If depth is set to 2")
     assert underspecified("this option will be ignored")
     assert not underspecified("Diwali is a festival.") and not underspecified("In 2004 Paramore formed.")
+    # irregular and short past tenses, and a sentence that ends inside a quotation
+    assert not underspecified("Augustus died.") and not underspecified("Tenacious D began in 1994.")
+    assert not underspecified('Chapman\'s nickname is "Dog."')
+    assert underspecified("Session recordings.") and underspecified("Default: 5s.")
     loose = Judgement("supports", 0.92, "rules", "claim terms covered (coverage 1.00)")
     other_page = ev(source_id="festivals.md", sentence="Diwali is a festival of lights.")
     assert decide(claim("Diwali is a festival."), [other_page], [loose], TODAY).label == "supported"

@@ -50,7 +50,9 @@ _POINTS_ELSEWHERE = frozenset(
 )
 _FINITE_VERB = re.compile(
     r"\b(?:is|are|was|were|be|been|has|have|had|does|do|did|can|cannot|could|will|would|shall|should"
-    r"|may|might|must)\b|\b[a-z]{3,}ed\b", re.IGNORECASE)
+    r"|may|might|must|began|became|won|wrote|made|took|gave|went|came|met|led|left|lost|ran|sang|saw"
+    r"|told|grew|held|kept|knew|found|built|fought|taught|brought|sold|spent|stood|drew|flew|fell"
+    r"|rose|spoke|broke|chose|drove|got|shot|sat|threw|wore)\b|\b[a-z]{2,}ed\b", re.IGNORECASE)
 
 UNDECIDABLE_TYPES = ("speculative", "normative")
 
@@ -61,9 +63,10 @@ def underspecified(text: str) -> bool:
     if informative_words(text) >= MIN_CONTEXT_WORDS:
         return False
     words = word_tokens(text)
+    ended = text.rstrip().rstrip("\"'”’)]").endswith((".", "!"))  # 'nickname is "Dog."'
     complete = (
         bool(words) and words[0][:1].isupper() and words[0].lower() not in _POINTS_ELSEWHERE
-        and text.rstrip().endswith((".", "!")) and _FINITE_VERB.search(text) is not None
+        and ended and _FINITE_VERB.search(text) is not None
     )  # fmt: skip
     return not complete
 
