@@ -122,3 +122,23 @@ def test_limits_stated_with_the_same_comparator_compare_their_bounds(claim, evid
 def test_same_numbers_about_another_subject_do_not_refute():
     # "retained for 5 years" vs "retained for 2 years", but metrics vs audit logs
     assert judge_rules("Aggregated metrics are retained for 5 years.", "Audit logs are retained for 2 years.") is None
+
+
+def test_numbers_only_hint_reads_the_numbers_when_the_rest_is_unchecked():
+    from kb.verify.rules import NUMBERS_ONLY, judge_numbers
+
+    # the full rules abstain (the claim names a player the sentence does not), the numbers do not
+    claim = "Smith has a record of more than 45 wins."
+    assert judge_rules(claim, "It gives him a total record of 46 wins and 60 losses.") is None
+    agree = judge_numbers(claim, "It gives him a total record of 46 wins and 60 losses.")
+    assert agree.relation == "supports" and agree.rationale.startswith(NUMBERS_ONLY)
+    # a source that says exactly 45: "more than 45" is false of it
+    conflict = judge_numbers(claim, "It gives him a total record of 45 wins and 60 losses.")
+    assert conflict.relation == "refutes" and (conflict.claim_value, conflict.evidence_value) == ("more than 45", "45")
+    # nothing to say: a sentence about something else with the same number, a rank, a bare year
+    assert judge_numbers("Each on-call shift lasts 7 days.", "Point-in-time recovery covers the last 7 days.") is None
+    assert judge_numbers("The team finished 3rd in the league.", "The team finished 5th in the league.") is None
+    assert judge_numbers("The band formed in 1979 in Ohio.", "The band formed in 1981 in Ohio.") is None
+    # every number must agree: one that pairs with nothing leaves the hint out
+    assert judge_numbers("Severity 1 postmortems are due within 5 business days.",
+                         "Severity 1 incidents require an incident commander.") is None  # fmt: skip

@@ -125,3 +125,21 @@ def test_relevance_gate_spares_the_model_passages_not_about_the_claim():
     off._model = stub = _StubModel(lambda c, s: [0.2, 0.1, 0.7])
     off.verify([claim], e, date(2025, 6, 1))
     assert unrelated in [p[1] for p in stub.calls[0]]
+
+
+def test_a_numbers_only_hint_outweighs_an_unsure_model_and_strengthens_an_agreeing_one():
+    from kb.records import Judgement
+    from kb.verify import combine
+    from kb.verify.rules import NUMBERS_ONLY_CONFIDENCE
+
+    hint = Judgement("refutes", NUMBERS_ONLY_CONFIDENCE["refutes"], "rules", "numbers only: claim more than 45 vs evidence 45")
+    unsure = combine(hint, [0.55, 0.3, 0.15])  # the model leans "supports", less surely than the hint
+    assert unsure.relation == "refutes" and unsure.tier == "rules"
+    sure = combine(hint, [0.9, 0.05, 0.05])
+    assert sure.relation == "supports" and sure.tier == "model"
+    agree = combine(hint, [0.2, 0.6, 0.2])
+    # two independent readings that agree: surer than either alone
+    assert agree.relation == "refutes" and agree.confidence > max(0.6, NUMBERS_ONLY_CONFIDENCE["refutes"])
+    # a full rules judgement that agrees reads the same words as the model: the surer figure only
+    rule = Judgement("refutes", 0.79, "rules", "number: claim 45 vs evidence 46")
+    assert combine(rule, [0.2, 0.6, 0.2]).confidence == 0.79

@@ -8,7 +8,9 @@
    over every pair the rules left undecided or decided with less than ``rules_override``
    confidence (skipped entirely with ``use_model=False``: depth D0, rules only);
 3. a combination per pair: a sure rules decision (exact match, slot conflict) stands; otherwise
-   the model's calibrated judgement, reinforced when the rules agree;
+   the model's calibrated judgement, reinforced when the rules agree; where the rules abstain,
+   the claim's numbers against the evidence's (:func:`kb.verify.rules.judge_numbers`) are a
+   weak judgement the model has to outweigh;
 4. the **revision contrast** (:mod:`kb.verify.revision`) between dated versions of one source:
    where the claim states what an older version said and the newest replaced, or what only the
    newest says, those two passages are judged by that change;
@@ -28,7 +30,7 @@ from datetime import date
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status
 from kb.verify.revision import apply_contrast
-from kb.verify.rules import judge_rules
+from kb.verify.rules import NUMBERS_ONLY, judge_numbers, judge_rules
 from kb.verify.slots import canonical, content_set, content_words, split_sentences, word_tokens
 
 __all__ = ["Verifier", "VerifierSettings", "verifier_for", "decide", "document_status", "judge_rules", "combine"]
@@ -85,8 +87,11 @@ def combine(rule: Judgement | None, probs, override: float = 0.85) -> Judgement:
     if rule is not None and rule.relation != "nei":
         if rule.relation == rel:
             # agreement: the surer of the two calibrated figures (their product would be
-            # overconfident: the two tiers read the same sentence)
-            conf = max(p, rule.confidence)
+            # overconfident: the two tiers read the same sentence); a numbers-only hint read
+            # nothing but the numbers, which the model reads poorly, so the two count as
+            # independent evidence there
+            h = rule.confidence
+            conf = p * h / (p * h + (1 - p) * (1 - h)) if rule.rationale.startswith(NUMBERS_ONLY) else max(p, h)
             return Judgement(rel, round(conf, 4), "model",
                              f"model {rel} (p={p:.2f}) and rules agree: {rule.rationale}",
                              rule.claim_value, rule.evidence_value)  # fmt: skip
@@ -186,7 +191,12 @@ class Verifier:
             row = {k: [float(x) for x in p[r]] for r, k in enumerate(unique)}
             probs = {i: row[k] for i, k in zip(need, keys)}
         out: dict[str, list[Judgement]] = {c.claim_id: [] for c in claims}
-        for i, (cid, _, rule, _) in enumerate(plan):
+        texts = {c.claim_id: c.text for c in claims}
+        for i, (cid, _, rule, sentence) in enumerate(plan):
+            if rule is None and i in probs:
+                # where the rules abstain, the numbers alone still say something the model reads
+                # poorly ("more than 45 wins" against "46 wins"): a weak hint it must outweigh
+                rule = judge_numbers(texts[cid], sentence)
             j = combine(rule, probs.get(i), override)
             if j.tier == "model" and j.confidence < self.thresholds["model_min"]:
                 j = Judgement("nei", j.confidence, "model", j.rationale + " (below model_min)")

@@ -22,17 +22,17 @@ Deterministic; the labelling itself stays in :mod:`kb.verify.policy`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from kb.verify.slots import (
     NEGATIONS,
     STOPWORDS,
-    INF,
     Quantity,
     canonical,
     extract,
     similarity,
+    stated_point,
     quantity_relation,
     stem,
 )
@@ -101,15 +101,6 @@ def _comparable(a: Quantity, b: Quantity) -> bool:
     return a.kind in timeish and b.kind in timeish
 
 
-def _exact(q: Quantity) -> Quantity:
-    """A version's stated value as a point: the rounding interval of "45" (44.5-45.5) would make
-    "more than 45" neither true nor false of it, yet the newer version replaced 46 by 45."""
-    if not q.point or not isinstance(q.lo, float) or q.lo in (INF, -INF) or q.hi in (INF, -INF):
-        return q
-    mid = (q.lo + q.hi) / 2
-    return replace(q, lo=mid, hi=mid, lo_open=False, hi_open=False)
-
-
 def _closeness(c: Quantity, q: Quantity) -> float:
     """How near the claim's value is to a version's value (0 = same), for picking which claim
     quantity speaks about which changed slot."""
@@ -155,7 +146,7 @@ def contrast(claim: str, older: str, newer: str) -> Contrast | None:
             c = min(cands, key=lambda c: (min(_closeness(c, qo), _closeness(c, qn)), c.kind != qo.kind))
             if min(_closeness(c, qo), _closeness(c, qn)) > 0.5:
                 continue  # the claim's number is about something else
-            ro, rn = quantity_relation(c, _exact(qo)), quantity_relation(c, _exact(qn))
+            ro, rn = quantity_relation(c, stated_point(qo)), quantity_relation(c, stated_point(qn))
             if ro == "supports" and rn == "refutes":
                 votes.append(Contrast("older", NUMBER_CONFIDENCE, f"the newer version changed {qo.text!r} to {qn.text!r}; "
                                       f"the claim's {c.text!r} holds only for the older", c.text, qo.text, qn.text))  # fmt: skip

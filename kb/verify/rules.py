@@ -40,6 +40,7 @@ from kb.verify.slots import (
     normalize,
     bound_relation,
     quantity_relation,
+    stated_point,
     stem,
     word_tokens,
 )
@@ -161,6 +162,59 @@ def _judge(claim_text: str, sentence: str) -> Judgement | None:
     return j
 
 
+# How often the numbers alone were right where the rules abstained, on the training parts of
+# VitaminC and FEVER-Lite (the rules never train): the claim's quantities paired with the
+# evidence's by kind and context (skipping the kinds below, in a sentence with enough of the
+# claim's other words) all agree and the gold is SUPPORTS 84.4% of 1,324 times; one conflicts
+# and the gold is REFUTES 74.7% of 1,349 times. Too weak to decide alone (the subject
+# may differ), so only a hint for the model (rounded down below).
+NUMBERS_ONLY_CONFIDENCE = {"supports": 0.84, "refutes": 0.74}
+NUMBERS_ONLY = "numbers only"  # how a hint's rationale starts
+# Ranks ("3rd"), bare years and versions pair badly by context alone (a page has many years; a
+# rank's order is inverted): right about half of the time, no better than no hint.
+NUMBERS_ONLY_SKIPPED = ("ordinal", "year", "version")
+NUMBERS_ONLY_ABOUT = 0.4  # share of the claim's other content words the sentence must have
+
+
+def _plain_content(slots: Slots) -> set[str]:
+    """Content words outside the quantities ("days" in "7 days" is the number's unit)."""
+    inside = {k for q in slots.quantities for k in range(q.start, q.end)}
+    return set(content_words([t for k, t in enumerate(slots.tokens) if k not in inside]))
+
+
+def judge_numbers(claim_text: str, sentence: str) -> Judgement | None:
+    """What the claim's numbers say against the evidence's, the rest of the claim unchecked:
+    each claim quantity paired with an evidence quantity of its kind by their context words
+    ("more than 45 wins" with "46 wins"). Refutes if a pair conflicts, supports if every pair
+    agrees, None if nothing pairs. A hint for the model tier, never a rules decision on its own."""
+    try:
+        cs, es = extract(claim_text), extract(sentence)
+        # the numbers count only in a sentence about what the claim is about, numbers aside:
+        # "point-in-time recovery covers the last 14 days" says nothing of "each on-call shift
+        # lasts 7 days"
+        words = _plain_content(cs)
+        if not words or len(words & _plain_content(es)) / len(words) < NUMBERS_ONLY_ABOUT:
+            return None
+        wanted = [q for q in cs.quantities if q.kind not in NUMBERS_ONLY_SKIPPED]
+        rels, texts = [], []
+        for q in wanted:
+            best, _ = _pair_by_context(q, cs, es)
+            if best is None:
+                continue
+            rels.append(bound_relation(q, best) or quantity_relation(q, stated_point(best)))
+            texts.append((q.text, best.text))
+    except (ValueError, IndexError, TypeError, OverflowError, RecursionError):
+        return None
+    if "refutes" in rels:
+        cv, ev = texts[rels.index("refutes")]
+        return Judgement("refutes", NUMBERS_ONLY_CONFIDENCE["refutes"], "rules",
+                         f"{NUMBERS_ONLY}: claim {cv} vs evidence {ev}", cv, ev)  # fmt: skip
+    if rels and len(rels) == len(wanted) and all(r == "supports" for r in rels):  # every number agrees
+        pairs = "; ".join(f"{a} ~ {b}" for a, b in texts)
+        return Judgement("supports", NUMBERS_ONLY_CONFIDENCE["supports"], "rules", f"{NUMBERS_ONLY} agree: {pairs}")
+    return None
+
+
 def _continues(claim_text: str, sentence: str) -> bool:
     """The evidence goes on with a list right after the claim's words ("contains gzip, and/or br")."""
     c = normalize(claim_text).rstrip(" .;:").lower()
@@ -268,12 +322,10 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
             continue
         if q.kind == "ordinal" and (q.op != "=" or not near_copy):
             continue  # "ranked above 25th": rank order is inverted; leave it to the model
-        cands = [x for x in es.quantities if _compatible(x.kind, q.kind)]
-        if not cands:
-            continue
-        best, score = _best_by_context(q, cands, len(cs.quantities) == 1 and len(es.quantities) == 1)
+        best, score = _pair_by_context(q, cs, es)
         if best is None:
             continue
+        cands = [x for x in es.quantities if _compatible(x.kind, q.kind)]
         paired_claim_q.add(id(q))
         rel = quantity_relation(q, best)
         if rel == "refutes" and coverage < 0.7:
@@ -342,6 +394,15 @@ def _ctx_score(a: frozenset[str], b: frozenset[str]) -> float:
         elif (w[1:] if w.startswith(">") else ">" + w) in b:
             s += 0.5
     return s
+
+
+def _pair_by_context(q: Quantity, cs: Slots, es: Slots):
+    """The evidence quantity of a kind compatible with ``q`` whose context matches it best,
+    with its score; (None, 0) when none pairs clearly."""
+    cands = [x for x in es.quantities if _compatible(x.kind, q.kind)]
+    if not cands:
+        return None, 0
+    return _best_by_context(q, cands, len(cs.quantities) == 1 and len(es.quantities) == 1)
 
 
 def _best_by_context(q: Quantity, cands: list[Quantity], only_pair: bool):

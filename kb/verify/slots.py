@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 # ---------------------------------------------------------------------------------------------
@@ -683,6 +683,15 @@ def _version(tokens, i, prefix_op, num, xsuffix, plus) -> Quantity:
 # ---------------------------------------------------------------------------------------------
 # interval relations
 # ---------------------------------------------------------------------------------------------
+
+
+def stated_point(q: Quantity) -> Quantity:
+    """An evidence value as the point it states: the rounding interval of "45" (44.5-45.5) would
+    make "more than 45" neither true nor false of it, yet a source saying 45 means 45."""
+    if not q.point or not isinstance(q.lo, float) or q.lo in (INF, -INF) or q.hi in (INF, -INF):
+        return q
+    mid = (q.lo + q.hi) / 2
+    return replace(q, lo=mid, hi=mid, lo_open=False, hi_open=False)
 
 
 def bound_relation(claim: Quantity, ev: Quantity) -> str | None:
