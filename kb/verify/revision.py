@@ -22,6 +22,7 @@ Deterministic; the labelling itself stays in :mod:`kb.verify.policy`.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -37,7 +38,8 @@ from kb.verify.slots import (
     stem,
 )
 
-__all__ = ["Contrast", "contrast"]
+__all__ = ["Contrast", "contrast", "apply_contrast"]
+log = logging.getLogger(__name__)
 
 # How often the side was right on the VitaminC *training* part (the rules never train, so it is
 # a fair development set): changed quantities 99.3% of 4,080 decisions, changed words 97.8% of
@@ -118,6 +120,14 @@ def _closeness(c: Quantity, q: Quantity) -> float:
 
 def contrast(claim: str, older: str, newer: str) -> Contrast | None:
     """Which version the claim follows where the two versions differ; None when undecided."""
+    try:
+        return _contrast(claim, older, newer)
+    except (ValueError, IndexError, TypeError, OverflowError, RecursionError) as exc:  # odd input: abstain
+        log.debug("revision contrast abstains on %r: %s", claim[:80], exc)
+        return None
+
+
+def _contrast(claim: str, older: str, newer: str) -> Contrast | None:
     cs, os_, ns = extract(claim), extract(older), extract(newer)
     ot = [_norm(t) for t in os_.tokens]
     nt = [_norm(t) for t in ns.tokens]
