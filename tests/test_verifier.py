@@ -133,11 +133,11 @@ def test_a_numbers_only_hint_outweighs_an_unsure_model_and_strengthens_an_agreei
     from kb.verify.rules import NUMBERS_ONLY_CONFIDENCE
 
     hint = Judgement("refutes", NUMBERS_ONLY_CONFIDENCE["refutes"], "rules", "numbers only: claim more than 45 vs evidence 45")
-    unsure = combine(hint, [0.55, 0.3, 0.15])  # the model leans "supports", less surely than the hint
+    unsure = combine(hint, [0.55, 0.3, 0.15], independent=True)  # the model leans "supports", less surely than the hint
     assert unsure.relation == "refutes" and unsure.tier == "rules"
-    sure = combine(hint, [0.9, 0.05, 0.05])
+    sure = combine(hint, [0.9, 0.05, 0.05], independent=True)
     assert sure.relation == "supports" and sure.tier == "model"
-    agree = combine(hint, [0.2, 0.6, 0.2])
+    agree = combine(hint, [0.2, 0.6, 0.2], independent=True)
     # two independent readings that agree: surer than either alone
     assert agree.relation == "refutes" and agree.confidence > max(0.6, NUMBERS_ONLY_CONFIDENCE["refutes"])
     # a full rules judgement that agrees reads the same words as the model: the surer figure only

@@ -30,7 +30,7 @@ from datetime import date
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status
 from kb.verify.revision import apply_contrast
-from kb.verify.rules import NUMBERS_ONLY, judge_numbers, judge_rules
+from kb.verify.rules import judge_numbers, judge_rules
 from kb.verify.slots import canonical, content_set, content_words, split_sentences, word_tokens
 
 __all__ = ["Verifier", "VerifierSettings", "verifier_for", "decide", "document_status", "judge_rules", "combine"]
@@ -74,9 +74,11 @@ def _rank(j: Judgement | None) -> tuple:
     return (1 if j.relation == "nei" else 2, j.confidence)
 
 
-def combine(rule: Judgement | None, probs, override: float = 0.85) -> Judgement:
+def combine(rule: Judgement | None, probs, override: float = 0.85, independent: bool = False) -> Judgement:
     """One judgement from the rules' (may be None) and the model's calibrated probabilities
-    ``[supports, refutes, nei]`` (may be None)."""
+    ``[supports, refutes, nei]`` (may be None). ``independent``: the rules judgement read
+    something the model did not (a numbers-only hint), so agreement counts as two pieces of
+    evidence."""
     if rule is not None and (probs is None or rule.confidence >= override):
         return rule
     if probs is None:
@@ -87,11 +89,10 @@ def combine(rule: Judgement | None, probs, override: float = 0.85) -> Judgement:
     if rule is not None and rule.relation != "nei":
         if rule.relation == rel:
             # agreement: the surer of the two calibrated figures (their product would be
-            # overconfident: the two tiers read the same sentence); a numbers-only hint read
-            # nothing but the numbers, which the model reads poorly, so the two count as
-            # independent evidence there
+            # overconfident: the two tiers read the same sentence), unless the rules read only
+            # what the model reads poorly (the numbers)
             h = rule.confidence
-            conf = p * h / (p * h + (1 - p) * (1 - h)) if rule.rationale.startswith(NUMBERS_ONLY) else max(p, h)
+            conf = p * h / (p * h + (1 - p) * (1 - h)) if independent else max(p, h)
             return Judgement(rel, round(conf, 4), "model",
                              f"model {rel} (p={p:.2f}) and rules agree: {rule.rationale}",
                              rule.claim_value, rule.evidence_value)  # fmt: skip
@@ -182,8 +183,8 @@ class Verifier:
         model = self.model
         need = [i for i, (_, _, rule, _) in enumerate(plan) if rule is None or rule.confidence < override]
         probs: dict[int, list[float]] = {}
+        texts = {c.claim_id: c.text for c in claims}
         if model is not None and need:
-            texts = {c.claim_id: c.text for c in claims}
             # one model row per distinct (claim, sentence): versions of a source repeat sentences
             keys = [(texts[plan[i][0]], plan[i][3]) for i in need]
             unique = list(dict.fromkeys(keys))
@@ -191,13 +192,13 @@ class Verifier:
             row = {k: [float(x) for x in p[r]] for r, k in enumerate(unique)}
             probs = {i: row[k] for i, k in zip(need, keys)}
         out: dict[str, list[Judgement]] = {c.claim_id: [] for c in claims}
-        texts = {c.claim_id: c.text for c in claims}
         for i, (cid, _, rule, sentence) in enumerate(plan):
-            if rule is None and i in probs:
+            hint = rule is None and i in probs
+            if hint:
                 # where the rules abstain, the numbers alone still say something the model reads
                 # poorly ("more than 45 wins" against "46 wins"): a weak hint it must outweigh
                 rule = judge_numbers(texts[cid], sentence)
-            j = combine(rule, probs.get(i), override)
+            j = combine(rule, probs.get(i), override, independent=hint)
             if j.tier == "model" and j.confidence < self.thresholds["model_min"]:
                 j = Judgement("nei", j.confidence, "model", j.rationale + " (below model_min)")
             self.tier_counts[j.tier] = self.tier_counts.get(j.tier, 0) + 1

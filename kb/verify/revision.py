@@ -29,6 +29,7 @@ from difflib import SequenceMatcher
 from kb.verify.slots import (
     NEGATIONS,
     STOPWORDS,
+    INF,
     Quantity,
     canonical,
     extract,
@@ -36,6 +37,7 @@ from kb.verify.slots import (
     stated_point,
     quantity_relation,
     stem,
+    tokens_outside_quantities,
 )
 
 __all__ = ["Contrast", "contrast", "apply_contrast"]
@@ -77,10 +79,7 @@ def _words(tokens: list[str]) -> set[str]:
 
 
 def _plain_words(slots) -> set[str]:
-    """Content words outside quantities: "hours" in "4 hours" is the number's unit, which the
-    quantity comparison already reads."""
-    inside = {k for q in slots.quantities for k in range(q.start, q.end)}
-    return _words([t for k, t in enumerate(slots.tokens) if k not in inside])
+    return _words(tokens_outside_quantities(slots))
 
 
 def about_share(claim: str, older: str, newer: str) -> float:
@@ -107,8 +106,7 @@ def _closeness(c: Quantity, q: Quantity) -> float:
     """How near the claim's value is to a version's value (0 = same), for picking which claim
     quantity speaks about which changed slot."""
     try:
-        a = c.lo if c.lo not in (float("-inf"),) else c.hi
-        a = c.hi if a == float("-inf") else a
+        a = c.hi if c.lo == -INF else c.lo  # "less than 81": its bound
         b = q.lo
         a, b = float(a[0] if isinstance(a, tuple) else a), float(b[0] if isinstance(b, tuple) else b)
     except (TypeError, ValueError, IndexError):
@@ -153,8 +151,11 @@ def _contrast(claim: str, older: str, newer: str) -> Contrast | None:
             cands = [c for c in cs.quantities if _comparable(c, qo)]
             if not cands:
                 continue
-            c = min(cands, key=lambda c: (min(_closeness(c, qo), _closeness(c, qn)), c.kind != qo.kind))
-            if min(_closeness(c, qo), _closeness(c, qn)) > 0.5:
+            def distance(c: Quantity, qo=qo, qn=qn) -> float:
+                return min(_closeness(c, qo), _closeness(c, qn))
+
+            c = min(cands, key=lambda c: (distance(c), c.kind != qo.kind))
+            if distance(c) > 0.5:
                 continue  # the claim's number is about something else
             ro, rn = quantity_relation(c, stated_point(qo)), quantity_relation(c, stated_point(qn))
             if ro == "supports" and rn == "refutes":

@@ -42,6 +42,7 @@ from kb.verify.slots import (
     quantity_relation,
     stated_point,
     stem,
+    tokens_outside_quantities,
     word_tokens,
 )
 
@@ -177,9 +178,7 @@ NUMBERS_ONLY_ABOUT = 0.4  # share of the claim's other content words the sentenc
 
 
 def _plain_content(slots: Slots) -> set[str]:
-    """Content words outside the quantities ("days" in "7 days" is the number's unit)."""
-    inside = {k for q in slots.quantities for k in range(q.start, q.end)}
-    return set(content_words([t for k, t in enumerate(slots.tokens) if k not in inside]))
+    return set(content_words(tokens_outside_quantities(slots)))
 
 
 def judge_numbers(claim_text: str, sentence: str) -> Judgement | None:
@@ -198,7 +197,7 @@ def judge_numbers(claim_text: str, sentence: str) -> Judgement | None:
         wanted = [q for q in cs.quantities if q.kind not in NUMBERS_ONLY_SKIPPED]
         rels, texts = [], []
         for q in wanted:
-            best, _ = _pair_by_context(q, cs, es)
+            best, _, _ = _pair_by_context(q, cs, es)
             if best is None:
                 continue
             rels.append(bound_relation(q, best) or quantity_relation(q, stated_point(best)))
@@ -322,10 +321,9 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
             continue
         if q.kind == "ordinal" and (q.op != "=" or not near_copy):
             continue  # "ranked above 25th": rank order is inverted; leave it to the model
-        best, score = _pair_by_context(q, cs, es)
+        best, score, cands = _pair_by_context(q, cs, es)
         if best is None:
             continue
-        cands = [x for x in es.quantities if _compatible(x.kind, q.kind)]
         paired_claim_q.add(id(q))
         rel = quantity_relation(q, best)
         if rel == "refutes" and coverage < 0.7:
@@ -397,12 +395,12 @@ def _ctx_score(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def _pair_by_context(q: Quantity, cs: Slots, es: Slots):
-    """The evidence quantity of a kind compatible with ``q`` whose context matches it best,
-    with its score; (None, 0) when none pairs clearly."""
+    """(best, score, candidates): the evidence quantities of a kind compatible with ``q``, and
+    the one whose context matches it best with its score ((None, 0) when none pairs clearly)."""
     cands = [x for x in es.quantities if _compatible(x.kind, q.kind)]
     if not cands:
-        return None, 0
-    return _best_by_context(q, cands, len(cs.quantities) == 1 and len(es.quantities) == 1)
+        return None, 0, cands
+    return (*_best_by_context(q, cands, len(cs.quantities) == 1 and len(es.quantities) == 1), cands)
 
 
 def _best_by_context(q: Quantity, cands: list[Quantity], only_pair: bool):

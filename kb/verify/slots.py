@@ -235,6 +235,13 @@ def content_words(tokens: list[str]) -> list[str]:
     return out
 
 
+def tokens_outside_quantities(slots: "Slots") -> list[str]:
+    """A sentence's tokens minus those of its quantities ("days" in "7 days" is the number's
+    unit, which the quantity comparison reads)."""
+    inside = {k for q in slots.quantities for k in range(q.start, q.end)}
+    return [t for k, t in enumerate(slots.tokens) if k not in inside]
+
+
 @lru_cache(maxsize=65536)
 def content_set(text: str) -> frozenset[str]:
     """The content words of a text as a set (cached: evidence sentences are compared with many
@@ -416,13 +423,18 @@ _DATE_OPS = (("prior to", "<"), ("before", "<"), ("until", "<="), ("by", "<="), 
 _YEAR_OPS = tuple((p, o) for p, o in _DATE_OPS if p not in ("by", "from"))
 
 
-def _dated(v, tokens, i, j) -> Quantity:
+def _time_bound(tokens: list[str], i: int, ops) -> tuple[str, int]:
+    """(comparator, start token) from a phrase such as "before" or "no later than" right before
+    tokens[i]; ("=", i) when there is none."""
     before = _lower_phrase(tokens, i, 3)
-    op, s = "=", i
-    for phrase, o in _DATE_OPS:
+    for phrase, o in ops:
         if before == phrase or before.endswith(" " + phrase):
-            op, s = o, i - len(phrase.split())
-            break
+            return o, i - len(phrase.split())
+    return "=", i
+
+
+def _dated(v, tokens, i, j) -> Quantity:
+    op, s = _time_bound(tokens, i, _DATE_OPS)
     return Quantity("date", v, v, False, False, " ".join(tokens[s:j]), s, j, _context(tokens, s, j), point=op == "=", op=op)
 
 
@@ -566,13 +578,8 @@ def _numeric(tokens: list[str], i: int) -> Quantity | None:
         if nxt not in _UNITS and nxt not in _SCALES and nxt not in ("%", "people", "km"):
             op, s, e, _ = _comparator(tokens, i, j)
             op = {"~": "="}.get(op, op)
-            if op == "=":
-                # "formed after 1978", "died before 1988": the year is a bound, not the value
-                before = _lower_phrase(tokens, i, 3)
-                for phrase, o in _YEAR_OPS:
-                    if before == phrase or before.endswith(" " + phrase):
-                        op, s = o, i - len(phrase.split())
-                        break
+            if op == "=":  # "formed after 1978", "died before 1988": the year is a bound, not the value
+                op, s = _time_bound(tokens, i, _YEAR_OPS)
             lo, hi, lo_open, hi_open, point = _interval(value, op, 1.0)
             if point:
                 lo, hi = value, value
