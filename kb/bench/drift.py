@@ -94,6 +94,9 @@ def _claim_lines(result) -> dict[str, list[tuple[int, int, object, str]]]:
     return out
 
 
+MAX_WRAPPED_LINES = 8
+
+
 def match_gold(gold: dict, claims_by_doc: dict) -> list[tuple[object, str]]:
     """The claims split from one gold sentence (with their labels)."""
     doc = gold["doc"]
@@ -106,6 +109,9 @@ def match_gold(gold: dict, claims_by_doc: dict) -> list[tuple[object, str]]:
 
     on_line = [(c, lab) for a, b, c, lab in cands if a <= line <= b or a <= line + 1 <= b]
     hits = [(c, lab) for c, lab in on_line if sim(c) >= 0.6]
+    # a sentence wrapped over several lines: its later pieces start further down, and are
+    # taken only when their text lies inside the gold sentence
+    hits += [(c, lab) for a, _, c, lab in cands if line + 1 < a <= line + MAX_WRAPPED_LINES and sim(c) >= 0.95]
     if hits:
         return hits
     scored = sorted(((sim(c), c, lab) for _, _, c, lab in cands), key=lambda x: -x[0])
