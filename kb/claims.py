@@ -248,7 +248,7 @@ def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
             plural = verb in BASE_VERBS or not verb.endswith("s")
             looks_verb = first in VERB_WORDS or (plural and first in BASE_VERBS) or (
                 m.group(0).startswith(",") and not plural and first.endswith("s") and not first.endswith("ss")
-                and first.isalpha() and first.islower()
+                and first.isalpha() and after_words[0][:1].islower()  # "Secrets, Endpoints and ...": a list
             )
             has_predicate = len(left_words) - vi >= 2 if piece_start == 0 and vi > 0 else True
             if looks_verb and has_predicate:
@@ -361,6 +361,18 @@ _OPINION = re.compile(
     r"easy to use|a joy|favorite|favourite|elegant|cool)\b",
     _LOWER,
 )
+# An instruction that names a number, a version, a flag or a technical name states a fact that
+# drifts ("Keep in mind that the provider only supports v0.3.0", "Pass the escaped pem in the
+# X-Forwarded-Tls-Client-Cert header", 'write the entry under a "Preview changes" heading'): it is
+# checked like a statement.
+_CHECKABLE_VALUE = re.compile(
+    r"\d"  # a number or a version
+    r"|(?<![\w-])--?[A-Za-z][\w-]*"  # a command-line flag
+    r"|\b[a-z]+[A-Z]\w*"  # camelCase
+    r"|\b[A-Z]\w*(?:-[A-Z]\w*){2,}"  # a header name (X-Forwarded-For)
+    r"|[\"“][^\"”\n]{2,60}[\"”]"  # a quoted name (a heading, a menu entry, a label)
+)
+_ADDRESS = re.compile(r"\S+@\S+|\b\w+://\S+")  # "contact us at ...", "visit https://...": not a fact
 _GREETING = re.compile(
     r"^(?:welcome|hello|hi|hey|greetings|thanks|thank you|cheers|happy \w+|good (?:morning|afternoon|evening)|"
     r"congratulations|enjoy|have fun|best regards|regards|we hope you|hope you|good luck)\b",
@@ -601,11 +613,10 @@ def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings) 
     if cond:  # "If the connection drops, restart the app." -> look at the main clause
         body = body[cond.end():]
     first = re.split(r"[\s,]+", body.lstrip("*_`\"'(["), maxsplit=1)[0].lower()
-    if (not unit.has_context or steps) and (first in IMPERATIVE_VERBS or first in ("don't", "never", "always")) and not (
-        first in ("use", "set", "keep", "add") and re.match(r"^\w+s\b", body)
-    ):
-        return False, "instruction"
-    if re.match(r"^(?:you (?:should|can|must|may|need to)|please|let's|let us)\b", body, re.I):
+    instruction = ((not unit.has_context or steps) and (first in IMPERATIVE_VERBS or first in ("don't", "never", "always"))
+                   and not (first in ("use", "set", "keep", "add") and re.match(r"^\w+s\b", body)))  # fmt: skip
+    instruction = instruction or re.match(r"^(?:you (?:should|can|must|may|need to)|please|let's|let us)\b", body, re.I)
+    if instruction and not _CHECKABLE_VALUE.search(_ADDRESS.sub(" ", body)):
         return False, "instruction"
     if _OPINION.search(stripped.lower()):
         return False, "opinion"
@@ -640,6 +651,10 @@ def _named_subject(noun: str, block: Block, doc: Document) -> str:
     return stripped or title
 
 
+_DUMMY_IT = re.compile(
+    r"^it\s+(?:is|was|will\s+be|would\s+be|may\s+be|can\s+be|seems|appears)\s+(?:not\s+)?(?:\w+ly\s+)?\w+\s+(?:to|that)\b",
+    re.I,
+)
 _PRONOUNS = frozenset("it they this that these those he she we you i its their there here".split())
 
 
@@ -675,6 +690,8 @@ def _resolve(text: str, antecedent: str, named) -> tuple[str, str]:
         if len(words) == 1:
             if words[0] in ("this", "that", "these"):
                 return text, ""  # "This is ..." refers to a whole situation, not a name
+            if _DUMMY_IT.match(text):
+                return text, ""  # "It is recommended to ...": "it" stands for what follows
             if rest.startswith("'"):
                 return text, ""
             subject = antecedent or named("")
@@ -764,6 +781,30 @@ def _span(block: Block, i: int, j: int) -> tuple[int, int]:
     return offsets[i], offsets[j - 1] + 1
 
 
+MAX_SETTING_WORDS = 4
+# one code-like word: "peerCertURI", "tls.minVersion", "max_line_length" (not "Archiving")
+_OPTION_NAME = re.compile(r"(?=\w*[a-z][A-Z]|[\w.\[\]-]*[._\[-])[A-Za-z_][\w.\[\]-]*[A-Za-z0-9_\]]")
+SETTING_NOTE = "setting read with its option"  # Claim.reason of such a line; the verifier keys on it
+
+
+def _setting_lead(prev: Block | None, block: Block) -> str:
+    """The option a short setting line is read with: reference pages name an option in a line
+    of its own ("transport.respondingTimeouts.readTimeout:") or a heading of its own
+    ("#### `peerCertURI`") and state its facts in the next line ("Optional, Default=0s"),
+    which alone says nothing of which option it is about."""
+    if prev is None or block.kind != "paragraph":
+        return ""
+    line = block.text.strip()
+    if len(line.split()) > MAX_SETTING_WORDS or len(split_sentences(line)) != 1 or line.endswith((".", "!", "?")):
+        return ""  # "Archived projects are read-only." is a statement of its own
+    lead = prev.text.strip()
+    if prev.kind == "paragraph" and prev.section == block.section and lead.endswith(":"):
+        return lead.rstrip(":").strip()
+    if prev.kind == "heading" and block.section[-1:] == (prev.text,) and _OPTION_NAME.fullmatch(lead):
+        return lead
+    return ""
+
+
 def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[Claim]:
     """Atomic, self-contained claims of ``doc`` with spans into ``doc.text``."""
     settings = settings or ClaimSettings()
@@ -776,6 +817,7 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
     last_section = None
     resolved: dict[str, str] = {}  # lead-in sentence as written -> as rewritten
     claims: list[Claim] = []
+    prev_block: Block | None = None
     for block in doc.blocks:
         section = " > ".join(block.section)
         if block.kind == "heading" or section != last_section:
@@ -789,6 +831,11 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
         if lead:  # the lead-in as it was rewritten when it was read, so items are self-contained too
             lead = resolved.get(lead.strip()) or _resolve(lead, antecedent, named)[0]
         units = _block_units(block, settings, lead)
+        setting = _setting_lead(prev_block, block)
+        if setting:
+            for u in units:
+                u.text, u.has_context, u.note = f"{setting}: {u.text}", True, SETTING_NOTE
+        prev_block = block
 
         for unit in units:
             if unit.end <= unit.start:

@@ -235,6 +235,45 @@ def test_definition_lists_and_answers_are_self_contained():
     assert "Storage is encrypted with AES-256." in texts
 
 
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Keep in mind that the Traefik Gateway provider only supports the v0.3.0.",
+        "See the previous version (v1.7) for more providers.",
+        "Pass the escaped pem in the X-Forwarded-Tls-Client-Cert header.",
+        "Run black with the --preview flag to try the future style.",
+        'Please write the changelog entry under a dedicated "Preview changes" heading.',
+    ],
+)
+def test_instruction_that_names_a_value_is_checked(sentence):
+    _, claims = claims_of(f"{sentence}\n")
+    assert [c.checkworthy for c in claims] == [True]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    ["Contact us at team@example.com.", "Visit https://example.com/docs/v1.2/index.html for more.", "Restart the app."],
+)
+def test_instruction_with_only_an_address_or_no_value_is_not_checked(sentence):
+    _, claims = claims_of(f"{sentence}\n")
+    assert [(c.checkworthy, c.reason) for c in claims] == [(False, "instruction")]
+
+
+def test_dummy_it_is_not_rewritten_to_the_previous_subject():
+    _, claims = claims_of("The forceSlash option keeps the path non-empty. It is recommended to set forceSlash to false.\n"
+                          "It is written in Go.\n")  # fmt: skip
+    texts = [c.text for c in claims]
+    assert "It is recommended to set forceSlash to false." in texts
+    assert "The forceSlash option is written in Go." in texts  # a real pronoun still is
+
+
+def test_a_capitalised_list_after_a_comma_is_not_a_clause():
+    _, claims = claims_of("The selector applies only to custom resources and has no effect on Secrets, Endpoints and Services.\n")
+    assert [c.text for c in claims] == [
+        "The selector applies only to custom resources", "The selector has no effect on Secrets, Endpoints and Services."
+    ]
+
+
 def test_steps_under_an_instructional_lead_in_are_instructions():
     _, claims = claims_of("To install kbaudit:\n\n1. Run pip install kbaudit.\n2. Open the config file.\n\n"
                           "The release adds:\n\n- Export to CSV\n")
