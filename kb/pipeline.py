@@ -220,7 +220,7 @@ def sign_evidence(run_id: str, evidence: dict[str, list[Evidence]], key_dir: Pat
 def verdict_key(claim: Claim, evidence: list[Evidence], settings: Settings) -> str:
     """Everything a verdict depends on: the claim, its evidence set, the verifier, and for
     time-sensitive claims the date (freshness is relative to it)."""
-    evidence_set = sorted((e.passage_id, e.source_version, str(e.source_date), e.sentence) for e in evidence)
+    evidence_set = sorted((e.passage_id, e.source_version, str(e.source_date), e.sentence, e.counterpart_of, e.section) for e in evidence)
     return key_of(
         "verdict",
         claim.claim_id,

@@ -150,6 +150,10 @@ class Evidence:
     score_dense: float
     score_fused: float
     receipt_id: str = ""
+    # passage_id of an older version's passage whose sentence this newest-version sentence
+    # replaced (a diff of the two versions put it in its place); "" otherwise
+    counterpart_of: str = ""
+    section: str = ""  # heading path above the evidence sentence, " > " joined
 
     @property
     def evidence_id(self) -> str:

@@ -14,6 +14,13 @@
    no two overlapping windows of one version; then, for each selected source that has other
    versions, the best passage (dense score) of each other version is added after the top k, so a
    verifier sees the older and the newer statement of a fact (stale detection).
+   A selected passage of an older version also brings its *counterpart* in the newest version:
+   the two versions' sentences are aligned as a diff (:meth:`Retriever.counterpart`), and the
+   newest passage holding the sentence that stands where the passage's best sentence stood is
+   added with that sentence and ``Evidence.counterpart_of`` naming the older passage. A rewrite
+   rarely resembles the claim as much as an unrelated sentence that shares its words, so without
+   the diff the newer statement of a fact is often not retrieved at all (docs/labelling.md
+   "Rewritten statements").
 5. In each passage, the sentence best aligned with the claim (rapidfuzz token-set ratio mixed
    with IDF-weighted term recall) becomes ``Evidence.sentence``.
 
@@ -26,6 +33,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 import numpy as np
 from rapidfuzz import fuzz
@@ -48,6 +56,18 @@ _STOP = frozenset(
     them then there these they this those through to too under until up very was we were what when
     where which while who whom why will with would you your yours also may might must shall""".split()
 )
+
+
+# (older, newer) sentences of a replaced run that still counts as one local edit. On docsdrift
+# (docs/labelling.md "Rewritten statements") 26 of the 35 gold stale sentences inside a replaced
+# run sit in one of at most 2 older sentences, against 4 of the 116 sentences the newer release
+# dropped ("uncertain"), and those 4 runs grew to 4 or more newer sentences.
+LOCAL_EDIT = (2, 3)
+
+
+def _sentence_key(text: str) -> str:
+    """A sentence as compared across versions: case, punctuation and spacing ignored."""
+    return " ".join(_TOKEN.findall(text.lower()))
 
 
 def _stem(tok: str) -> str:
@@ -202,6 +222,10 @@ class Retriever:
         self._version_of = np.zeros(0, dtype=np.int64)  # passage -> version number
         self._versions_by_source: dict[str, list[int]] = {}
         self._version_range: list[tuple[int, int]] = []  # version -> passage [start, end)
+        self._version_sentences: list[tuple[int, int]] = []  # version -> sentence [start, end)
+        self._newest_version: dict[str, int] = {}  # source -> its newest dated version
+        self._aligned: dict[int, dict[int, tuple[str, int]]] = {}  # older version -> diff, lazily
+        self._sentence_starts = np.zeros(0, dtype=np.int64)
 
     # ------------------------------------------------------------ index
 
@@ -212,7 +236,7 @@ class Retriever:
 
     def index(self, sources: list[SourceDoc]) -> None:
         """(Re)build the index over every passage of every source version."""
-        passages, sentences, p_sent, version_of, ranges = [], [], [], [], []
+        passages, sentences, p_sent, version_of, ranges, sent_ranges = [], [], [], [], [], []
         by_source: dict[str, list[int]] = {}
         texts = []
         seen_versions: set[tuple[str, str]] = set()
@@ -229,6 +253,7 @@ class Retriever:
             by_source.setdefault(src.source_id, []).append(v)
             ranges.append((len(passages), len(passages) + len(spans)))
             base = len(sentences)
+            sent_ranges.append((base, base + len(sents)))
             sentences.extend(sents)
             for i, j in spans:
                 p = _passage(src, sents[i:j])
@@ -240,6 +265,13 @@ class Retriever:
         self._p_sent = np.asarray(p_sent, dtype=np.int64).reshape(-1, 2)
         self._version_of = np.asarray(version_of, dtype=np.int64)
         self._version_range, self._versions_by_source = ranges, by_source
+        self._version_sentences, self._aligned = sent_ranges, {}
+        self._sentence_starts = np.asarray([a for a, _ in sent_ranges], dtype=np.int64)
+        self._newest_version = {}
+        for sid, vs in by_source.items():
+            dated = [v for v in vs if passages[ranges[v][0]].source_date is not None]
+            if len(dated) > 1:
+                self._newest_version[sid] = max(dated, key=lambda v: passages[ranges[v][0]].source_date)
         if not passages:
             self._vectors = np.zeros((0, 0), dtype=np.float32)
             self._bm25 = self._bm25_sent = None
@@ -346,12 +378,15 @@ class Retriever:
     # ------------------------------------------------------------ alignment
 
     def best_sentence(self, claim_tokens: list[str], claim_text: str, j: int) -> str:
+        return self.sentences[self._best_sentence_index(claim_tokens, claim_text, j)].text
+
+    def _best_sentence_index(self, claim_tokens: list[str], claim_text: str, j: int) -> int:
         """The sentence of passage ``j`` best aligned with the claim: rapidfuzz token-set ratio
         and IDF-weighted share of the claim's terms it contains (numbers count double: a
         subject's number, "Severity 1", "v2", identifies what the claim is about)."""
         a, b = self._p_sent[j]
         if b - a == 1:
-            return self.sentences[a].text
+            return int(a)
         bm = self._bm25_sent
         weights = {}
         for t in claim_tokens:
@@ -360,7 +395,7 @@ class Retriever:
                 weights[t] = float(bm.idf[tid]) * (2.0 if t[:1].isdigit() else 1.0)
         total = sum(weights.values())
         q = default_process(claim_text)
-        best, best_score = self.sentences[a].text, -1.0
+        best, best_score = int(a), -1.0
         for i in range(a, b):
             text = self.sentences[i].text
             fz = fuzz.token_set_ratio(q, default_process(text)) / 100.0
@@ -368,8 +403,62 @@ class Retriever:
             rec = sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
             score = 0.5 * fz + 0.5 * rec
             if score > best_score:
-                best, best_score = text, score
+                best, best_score = int(i), score
         return best
+
+    # ------------------------------------------------------------ versions
+
+    def counterpart(self, sentence: int) -> tuple[str, int] | None:
+        """Where sentence ``sentence`` (a global index) of an older source version stands in
+        the source's newest version: ``("equal", i)`` when the newest version still has it
+        (in place or moved), ``("replaced", i)`` when a diff of the two versions puts sentence
+        ``i`` in its place, None when the newest version dropped it (or it is the newest)."""
+        v = self._version_of_sentence(sentence)
+        new = self._newest_version.get(self.passages[self._version_range[v][0]].source_id)
+        if new is None or new == v or not self._older(v, new):
+            return None
+        if v not in self._aligned:
+            self._aligned[v] = self._align_versions(v, new)
+        return self._aligned[v].get(sentence)
+
+    def _version_of_sentence(self, sentence: int) -> int:
+        return int(np.searchsorted(self._sentence_starts, sentence, side="right") - 1)
+
+    def _older(self, v: int, w: int) -> bool:
+        dv = self.passages[self._version_range[v][0]].source_date
+        dw = self.passages[self._version_range[w][0]].source_date
+        return dv is not None and dw is not None and dv < dw
+
+    def _align_versions(self, old: int, new: int) -> dict[int, tuple[str, int]]:
+        """A sentence diff of two versions of one source: each older sentence's place in the
+        newer one. A *local edit* (a run of at most ``LOCAL_EDIT`` older sentences replaced by
+        at most ``LOCAL_EDIT[1]`` newer ones, in otherwise unchanged surroundings) pairs each
+        older sentence with the most similar newer sentence of the run: that is what took its
+        place. A longer replaced run is a rewritten section, where a fact was more often
+        dropped than changed: none of it is taken as a counterpart."""
+        (oa, ob), (na, nb) = self._version_sentences[old], self._version_sentences[new]
+        old_keys = [_sentence_key(self.sentences[i].text) for i in range(oa, ob)]
+        new_keys = [_sentence_key(self.sentences[i].text) for i in range(na, nb)]
+        where_now = {k: na + i for i, k in reversed(list(enumerate(new_keys)))}
+        out: dict[int, tuple[str, int]] = {}
+        for tag, i1, i2, j1, j2 in SequenceMatcher(None, old_keys, new_keys, autojunk=False).get_opcodes():
+            for i in range(i1, i2):
+                if tag == "equal":
+                    out[oa + i] = ("equal", na + j1 + i - i1)
+                elif old_keys[i] in where_now:  # moved elsewhere on the page
+                    out[oa + i] = ("equal", where_now[old_keys[i]])
+                elif tag == "replace" and i2 - i1 <= LOCAL_EDIT[0] and j2 - j1 <= LOCAL_EDIT[1]:
+                    j = max(range(j1, j2), key=lambda j: fuzz.ratio(old_keys[i], new_keys[j]))
+                    out[oa + i] = ("replaced", na + j)
+        return out
+
+    def _passage_holding(self, sentence: int, version: int) -> int:
+        """The passage of ``version`` in which ``sentence`` sits nearest the middle."""
+        a, b = self._version_range[version]
+        starts, ends = self._p_sent[a:b, 0], self._p_sent[a:b, 1]
+        inside = np.nonzero((starts <= sentence) & (sentence < ends))[0]
+        off_centre = np.abs((starts[inside] + ends[inside] - 1) / 2 - sentence)
+        return int(a + inside[int(np.argmin(off_centre))])
 
     # ------------------------------------------------------------ search
 
@@ -386,8 +475,24 @@ class Retriever:
             bm25, dense, fused = sc["bm25"], sc["dense"], sc["fused"]
             for i, claim in enumerate(batch):
                 toks = tokenize(claim.text)
+                chosen = self._select(fused[i], dense[i], k, None)
+                sentence = {j: self._best_sentence_index(toks, claim.text, j) for j in chosen}
+                counterpart_of: dict[int, str] = {}
+                for j in list(chosen):
+                    found = self.counterpart(sentence[j])
+                    if found is None:
+                        continue
+                    tag, n = found
+                    t = self._passage_holding(n, self._version_of_sentence(n))
+                    if t in sentence and (tag == "equal" or t in counterpart_of):
+                        continue
+                    if t not in sentence:
+                        chosen.append(t)
+                    sentence[t] = n
+                    if tag == "replaced":
+                        counterpart_of[t] = self.passages[j].passage_id
                 ev = []
-                for rank, j in enumerate(self._select(fused[i], dense[i], k, None), start=1):
+                for rank, j in enumerate(chosen, start=1):
                     p = self.passages[j]
                     ev.append(
                         Evidence(
@@ -399,10 +504,12 @@ class Retriever:
                             source_date=p.source_date,
                             authority=p.authority,
                             passage=p.text,
-                            sentence=self.best_sentence(toks, claim.text, j),
+                            sentence=self.sentences[sentence[j]].text,
                             score_bm25=float(bm25[i, j]),
                             score_dense=float(dense[i, j]),
                             score_fused=float(fused[i, j]),
+                            counterpart_of=counterpart_of.get(j, ""),
+                            section=" > ".join(self.sentences[sentence[j]].section),
                         )
                     )
                 results[claim.claim_id] = ev

@@ -93,6 +93,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("score_dense", pa.float64()),
             ("score_fused", pa.float64()),
             ("receipt_id", _STR),
+            ("counterpart_of", _STR),
+            ("section", _STR),
         ]
     ),
     "verdicts": pa.schema(

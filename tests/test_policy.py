@@ -1,5 +1,6 @@
 """Labelling policy over dated evidence, gaps and document status."""
 
+import dataclasses
 from datetime import date
 
 from kb.records import Claim, Evidence, Judgement, Verdict
@@ -83,6 +84,34 @@ def test_no_evidence_and_irrelevant_evidence_are_uncertain_with_gaps():
 def test_only_old_version_supports_newest_silent_is_uncertain():
     v = decide(claim(), [ev(day=OLD), ev(day=NEW, rank=2)], [SUP, NEI], TODAY)
     assert v.label == "uncertain" and "older version" in v.rationale
+
+
+def test_only_old_version_supports_and_its_sentence_was_rewritten_is_stale():
+    c = claim("By default, Traefik uses Jaeger as tracing backend.")
+    old = ev("tracing.md", OLD, sentence=c.text)
+    new_sentence = "Traefik uses OpenTelemetry, an open standard designed for distributed tracing."
+    rewritten = dataclasses.replace(ev("tracing.md", NEW, rank=2, sentence=new_sentence), counterpart_of=old.passage_id)
+    v = decide(c, [old, rewritten], [SUP, NEI], TODAY)
+    assert v.label == "stale" and "rewritten" in v.rationale and new_sentence in v.rationale
+    assert v.evidence_sentence == new_sentence and v.action == "rewrite from the newer source"
+    # the same sentence without the diff's word that it stands in the old one's place
+    v = decide(c, [old, dataclasses.replace(rewritten, counterpart_of="")], [SUP, NEI], TODAY)
+    assert v.label == "uncertain" and "no longer states it" in v.rationale
+    # a claim with too little context is not judged from a rewrite
+    short = claim("Optional, Default=1")
+    old_short = ev("entrypoints.md", OLD, sentence=short.text)
+    new_short = dataclasses.replace(ev("entrypoints.md", NEW, rank=2, sentence="Optional, Default=MaxInt-1"),
+                                    counterpart_of=old_short.passage_id)  # fmt: skip
+    assert decide(short, [old_short, new_short], [SUP, NEI], TODAY).label == "uncertain"
+
+
+def test_a_diff_counterpart_pairs_a_model_refutation_for_stale():
+    c = claim("By default, Traefik uses Jaeger as tracing backend.")
+    model_ref = Judgement("refutes", 0.9, "model", "model: refutes (p=0.90)")
+    old = ev("tracing.md", OLD, sentence=c.text)
+    placed = dataclasses.replace(ev("tracing.md", NEW, rank=2, sentence="Spans are exported over gRPC to the collector."),
+                                 counterpart_of=old.passage_id)  # fmt: skip
+    assert decide(c, [old, placed], [SUP, model_ref], TODAY).label == "stale"
 
 
 def test_freshness_window_for_time_sensitive_claims():

@@ -124,3 +124,62 @@ def test_empty_index_and_empty_claim():
     r = Retriever(Embedder())
     r.index([])
     assert r.search([claim("c", "anything")], k=3) == {"c": []}
+
+
+TRACING_OLD = [
+    "Tracing helps you follow a request through your services.",
+    "By default, Traefik uses Jaeger as tracing backend.",
+    "Each span carries the name of the router.",
+    "Traefik Pilot is a SaaS platform that monitors your instances.",
+    "Traefik Pilot sends an alert when an instance is down.",
+    "Pilot tokens are issued from the Pilot dashboard.",
+    "The metrics page lists every exporter.",
+]
+TRACING_NEW = [
+    TRACING_OLD[0],
+    "Traefik uses OpenTelemetry, an open standard designed for distributed tracing.",
+    TRACING_OLD[2],
+    "The Plugin Catalog lists community plugins.",
+    "Plugins are loaded at startup from the static configuration.",
+    "Each plugin declares its own configuration options.",
+    "A plugin can be pinned to a version.",
+    TRACING_OLD[6],
+]
+
+
+@pytest.fixture(scope="module")
+def versions(tmp_path_factory, cache_dir):
+    root = tmp_path_factory.mktemp("versions")
+    for name, day, sentences in (("old.md", "2021-08-17", TRACING_OLD), ("new.md", "2024-07-15", TRACING_NEW)):
+        body = " ".join(sentences)
+        (root / name).write_text(f"---\nid: tracing\ntitle: Tracing\nupdated: {day}\n---\n{body}\n", encoding="utf-8")
+    sources, errors = load_sources(root, today=TODAY)
+    assert errors == []
+    r = Retriever(Embedder(cache_dir=cache_dir))
+    r.index(sources)
+    return r
+
+
+def test_rewritten_sentence_comes_with_its_counterpart_in_the_newest_version(versions):
+    ev = versions.search([claim("j", "By default, Traefik uses Jaeger as tracing backend.")], k=1)["j"]
+    old = [e for e in ev if e.source_date == date(2021, 8, 17) and e.sentence == TRACING_OLD[1]]
+    assert old, [e.sentence for e in ev]
+    rewritten = [e for e in ev if e.counterpart_of]
+    assert [(e.source_date, e.sentence, e.counterpart_of) for e in rewritten] == [
+        (date(2024, 7, 15), TRACING_NEW[1], old[0].passage_id)
+    ]
+    assert rewritten[0].passage_id != old[0].passage_id
+
+
+def test_a_rewritten_section_gives_no_counterpart(versions):
+    # three sentences replaced by four: a section rewritten, where facts are dropped more often
+    # than changed, so nothing of it is passed off as the claim's newer statement
+    ev = versions.search([claim("p", "Traefik Pilot sends an alert when an instance is down.")], k=1)["p"]
+    assert any(e.sentence == TRACING_OLD[4] for e in ev)
+    assert not any(e.counterpart_of for e in ev)
+
+
+def test_an_unchanged_sentence_brings_the_newest_passage_that_still_states_it(versions):
+    ev = versions.search([claim("m", "The metrics page lists every exporter.")], k=1)["m"]
+    assert {e.source_date for e in ev if e.sentence == TRACING_OLD[6]} == {date(2021, 8, 17), date(2024, 7, 15)}
+    assert not any(e.counterpart_of for e in ev)

@@ -1,5 +1,6 @@
 """Verifier end to end, rules only (D0): no model artifact needed."""
 
+from dataclasses import replace
 from datetime import date
 
 from kb.records import Claim, Evidence
@@ -143,3 +144,77 @@ def test_a_numbers_only_hint_outweighs_an_unsure_model_and_strengthens_an_agreei
     # a full rules judgement that agrees reads the same words as the model: the surer figure only
     rule = Judgement("refutes", 0.79, "rules", "number: claim 45 vs evidence 46")
     assert combine(rule, [0.2, 0.6, 0.2]).confidence == 0.79
+
+
+REFERENCE_PAGE = """# EntryPoints
+
+### respondingTimeouts
+
+`transport.respondingTimeouts.readTimeout`:
+
+_Optional, Default=0s_
+
+`transport.respondingTimeouts.writeTimeout`:
+
+_Optional, Default=0s_
+
+### ServersTransport
+
+#### `peerCertURI`
+
+_Optional, Default=false_
+
+#### `disableHTTP2`
+
+_Optional, Default=false_
+
+#### Archiving
+
+Archived projects are read-only.
+"""
+
+
+def _reference_claims():
+    from kb.claims import split_claims
+    from kb.parse import parse_document
+
+    doc = parse_document(REFERENCE_PAGE.encode(), "entrypoints.md", "/kb/entrypoints.md")
+    return {c.text: c for c in split_claims(doc) if c.checkworthy}
+
+
+def test_setting_lines_are_read_with_the_option_they_belong_to():
+    claims = _reference_claims()
+    assert {"transport.respondingTimeouts.readTimeout: Optional, Default=0s",
+            "transport.respondingTimeouts.writeTimeout: Optional, Default=0s",
+            "peerCertURI: Optional, Default=false", "disableHTTP2: Optional, Default=false",
+            "Archived projects are read-only."} <= set(claims)  # fmt: skip
+    assert claims["peerCertURI: Optional, Default=false"].source_text == "Optional, Default=false"
+
+
+def test_a_setting_line_is_judged_only_against_its_own_option():
+    claims = _reference_claims()
+    read = replace(claims["transport.respondingTimeouts.readTimeout: Optional, Default=0s"], claim_id="r")
+    peer = replace(claims["peerCertURI: Optional, Default=false"], claim_id="p")
+    write_line = "transport.respondingTimeouts.writeTimeout: Optional, Default=0s"
+    evidence = {
+        "r": [_ev("r", "entrypoints.md", OLD, "transport.respondingTimeouts.readTimeout: Optional, Default=0s",
+                  "Optional, Default=0s", 1),
+              _ev("r", "entrypoints.md", NEW, "transport.respondingTimeouts.readTimeout: Optional, Default=60s",
+                  "Optional, Default=60s", 2),
+              _ev("r", "entrypoints.md", NEW, write_line, "Optional, Default=0s", 3)],
+        "p": [_ev("p", "services.md", OLD, "Optional, Default=false", "Optional, Default=false", 1),
+              _ev("p", "services.md", NEW, 'Optional, Default=""', 'Optional, Default=""', 2),
+              _ev("p", "services.md", NEW, "Optional, Default=false", "Optional, Default=false", 3)],
+    }  # fmt: skip
+    sections = {("p", 1): "ServersTransport > peerCertURI", ("p", 2): "ServersTransport > peerCertURI",
+                ("p", 3): "ServersTransport > disableHTTP2"}  # fmt: skip
+    for cid, items in evidence.items():
+        evidence[cid] = [replace(e, section=sections.get((cid, e.rank), "")) for e in items]
+    v = Verifier(VerifierSettings(use_model=False))
+    judged = v.judge_pairs([read, peer], evidence)
+    # another option's identical line says nothing of this one
+    assert judged["r"][2].relation == "nei" and "does not name this option" in judged["r"][2].rationale
+    assert judged["p"][2].relation == "nei"
+    out = {x.claim_id: x for x in v.verify([read, peer], evidence, date(2025, 6, 1))}
+    assert out["r"].label == "stale" and "60s" in out["r"].evidence_value
+    assert out["p"].label == "stale" and out["p"].evidence_sentence == 'Optional, Default=""'

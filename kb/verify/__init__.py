@@ -27,6 +27,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import date
 
+from kb.claims import MAX_SETTING_WORDS, SETTING_NOTE
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status
 from kb.verify.revision import apply_contrast
@@ -36,6 +37,8 @@ from kb.verify.slots import canonical, content_set, content_words, split_sentenc
 __all__ = ["Verifier", "VerifierSettings", "verifier_for", "decide", "document_status", "judge_rules", "combine"]
 
 log = logging.getLogger(__name__)
+SETTING_ELSEWHERE_CONFIDENCE = 0.9  # sure enough that the model does not read another option's line
+SETTING_CHANGED_CONFIDENCE = 0.85
 
 DEFAULT_VERIFIER_THRESHOLDS = {
     **DEFAULT_THRESHOLDS,
@@ -135,9 +138,12 @@ class Verifier:
         """The rules' best judgement over the evidence sentence and aligned passage sentences,
         and the sentence the model should see."""
         texts = [claim.text]
+        sentence = ev.sentence or ev.passage
+        if claim.reason == SETTING_NOTE:
+            return self._setting_judgement(claim, ev, sentence)
+        texts = [claim.text]
         if claim.source_text and canonical(claim.source_text) != canonical(claim.text):
             texts.append(claim.source_text)
-        sentence = ev.sentence or ev.passage
         cands = [sentence]
         if ev.passage and self.settings.max_extra_sentences:
             cw = set(content_words(word_tokens(claim.text)))
@@ -156,6 +162,35 @@ class Verifier:
                 if best is not None and best.relation == "supports" and best.confidence >= 0.97:
                     return best, best_sentence  # verbatim: nothing can beat it
         return best, best_sentence
+
+    def _setting_judgement(self, claim: Claim, ev: Evidence, sentence: str) -> tuple[Judgement | None, str]:
+        """A setting line read with its option ("readTimeout: Optional, Default=0s") is judged
+        only against a passage line read the same way: the option's name followed by its
+        line, or a line under a heading that names the option. A passage that does not name the option says nothing of it, however alike its
+        own "Optional, Default=..." lines are."""
+        option = canonical(claim.text[: len(claim.text) - len(claim.source_text)].rstrip(": "))
+        pieces = split_sentences(ev.passage or sentence)
+        line = None
+        for lead, nxt in zip(pieces, pieces[1:]):
+            if lead.rstrip().endswith(":") and option and canonical(lead).endswith(option):
+                line = nxt
+                break
+        # or named by the heading above the evidence line ("#### `peerCertURI`")
+        heading = ev.section.rsplit(" > ", 1)[-1]
+        if (line is None and option and canonical(heading) == option and len(sentence.split()) <= MAX_SETTING_WORDS
+                and not sentence.rstrip().endswith(":")
+                and set(canonical(sentence).split()) & set(canonical(claim.source_text).split())):  # fmt: skip
+            line = sentence  # a setting line like the claim's ("Optional, Default=..."), not a lead-in
+        if line is not None:
+            stated = f"{option}: {line}"
+            j = judge_rules(claim.text, stated)
+            if (j is None or j.relation == "nei") and canonical(line) != canonical(claim.source_text):
+                # the option's own line reads otherwise ("Default=1" -> "Default=MaxInt-1"),
+                # whether or not the slots parse: that is a change of the setting
+                j = Judgement("refutes", SETTING_CHANGED_CONFIDENCE, "rules",
+                              f"the option's line reads {line.strip()!r}", claim.source_text.strip(), line.strip())  # fmt: skip
+            return j, stated
+        return Judgement("nei", SETTING_ELSEWHERE_CONFIDENCE, "rules", "the passage does not name this option"), sentence
 
     def judge_pairs(self, claims: list[Claim], evidence: dict[str, list[Evidence]]) -> dict[str, list[Judgement]]:
         """Judgement per evidence passage for each claim (rules, then one batched model call)."""

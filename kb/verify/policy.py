@@ -26,8 +26,9 @@ import re
 from collections import defaultdict
 from datetime import date
 
+from kb.claims import SETTING_NOTE
 from kb.records import Claim, Evidence, Judgement, Verdict
-from kb.verify.slots import canonical, informative_words, similarity, split_sentences, word_tokens
+from kb.verify.slots import canonical, extract, informative_words, similarity, split_sentences, word_tokens
 
 DEFAULT_THRESHOLDS = {
     "support": 0.5,  # a supports judgement counts at or above this confidence
@@ -38,6 +39,7 @@ DEFAULT_THRESHOLDS = {
     "verbatim": 0.97,  # a judgement this sure means the source states the claim word for word
     "revision": 0.6,  # similarity of a newest-version sentence to a claim an older version stated
     "counterpart": 0.5,  # similarity of the older and newer sentences for a model-decided stale
+    "rewrite": 0.0,  # similarity of an older sentence and the diff counterpart that replaced it
     "clear_side": 0.75,  # when current sources disagree, a side this sure wins...
     "weak_side": 0.6,  # ...against a side below this
 }
@@ -60,7 +62,8 @@ UNDECIDABLE_TYPES = ("speculative", "normative")
 def underspecified(text: str) -> bool:
     """Too little context to know what the claim is about: "Optional, Default=0s", "If depth is
     set to 2", "this option will be ignored". "Diwali is a festival." is short but complete."""
-    if informative_words(text) >= MIN_CONTEXT_WORDS:
+    # an identifier names what the claim is about ("entryPoint.priority: Optional, Default=1")
+    if informative_words(text) + len(extract(text).identifiers) >= MIN_CONTEXT_WORDS:
         return False
     words = word_tokens(text)
     ended = text.rstrip().rstrip("\"'”’)]").endswith((".", "!"))  # 'nickname is "Dog."'
@@ -209,6 +212,7 @@ def decide(
         # a model refutation from an unrelated sentence of the new version says nothing of change
         paired = [h for h in stale_hits
                   if (h[1].tier == "rules" and h[1].evidence_value is not None)
+                  or h[0].counterpart_of == h[2].passage_id
                   or similarity(h[2].sentence, h[0].sentence) >= th["counterpart"]]  # fmt: skip
         if stale_hits and not paired:
             e_new, j_new, e_old, _ = stale_hits[0]
@@ -262,6 +266,19 @@ def decide(
         rev = _revised_counterpart(claim, current[sid], th["revision"])
         if rev:
             return _revised(claim, base, sid, old, rev, th)
+    # an older version supported it and a diff of the two versions puts a different sentence of
+    # the newest version in its place: the statement was rewritten (not merely dropped)
+    if not vague:
+        for sid, items in history.items():
+            for e_old, j_old in sorted(items, key=lambda p: -p[1].confidence):
+                if j_old.relation != "supports" or j_old.confidence < th["stale_history"]:
+                    continue
+                for e_new, j_new in current.get(sid, []):
+                    if e_new.counterpart_of != e_old.passage_id:
+                        continue
+                    score = similarity(e_old.sentence, e_new.sentence)
+                    if score >= th["rewrite"]:
+                        return _rewritten(claim, base, sid, (e_old, j_old), e_new, score)
     if old_sup:
         e, j = old_sup[0]
         return _uncertain(
@@ -292,8 +309,22 @@ def _revised(claim: Claim, base: dict, sid: str, old, rev, th) -> Verdict:
     )  # fmt: skip
 
 
+def _rewritten(claim: Claim, base: dict, sid: str, old, e_new: Evidence, score: float) -> Verdict:
+    e_old, j_old = old
+    return Verdict(
+        **base, label="stale", confidence=round(min(0.6, j_old.confidence), 4), tier=j_old.tier,
+        rationale=f"{sid}: older version ({_d(e_old)}) supports ({j_old.rationale}); in the newest version "
+        f"({_d(e_new)}) that sentence was rewritten (similarity {score:.2f}) and no longer states it: "
+        f"{e_new.sentence[:200]}",
+        gap_type="technical", gap_severity=_severity(claim, "stale"),
+        action="rewrite from the newer source", evidence_sentence=e_new.sentence,
+    )  # fmt: skip
+
+
 def _revised_counterpart(claim: Claim, items, threshold: float):
     """The newest-version sentence most like the claim, if similar enough but not the same."""
+    if claim.reason == SETTING_NOTE:
+        return None  # every option's "Optional, Default=..." line is alike: only its own line counts
     all_texts = [claim.text, claim.source_text]
     keys = {canonical(t) for t in all_texts if t}
     # a list item rewritten with its lead-in ("...steps: Set X") is compared as written, so a

@@ -217,8 +217,10 @@ def apply_contrast(claim_text: str, evidence, judgements, keep_above: float = 0.
         old_key = canonical(old_text)
         if not current or any(old_key in canonical(evidence[k].passage or evidence[k].sentence or "") for k in current):
             continue
-        # its counterpart: the most similar sentence of the newest version's passages
-        k = max(current, key=lambda k: similarity(old_text, evidence[k].sentence or evidence[k].passage))
+        # its counterpart: the sentence a diff of the two versions put in its place, else the
+        # most similar sentence of the newest version's passages
+        placed = [k for k in current if evidence[k].counterpart_of == old.passage_id]
+        k = placed[0] if placed else max(current, key=lambda k: similarity(old_text, evidence[k].sentence or evidence[k].passage))
         new_text = evidence[k].sentence or evidence[k].passage
         # the two versions must be about the claim: a good share of the claim's words in both,
         # or some of them and a judgement that takes a side on either ("covers the last 7 days"
