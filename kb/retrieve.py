@@ -17,7 +17,8 @@
    A selected passage of an older version also brings its *counterpart* in the newest version:
    the two versions' sentences are aligned as a diff (:meth:`Retriever.counterpart`), and the
    newest passage holding the sentence that stands where the passage's best sentence stood is
-   added with that sentence and ``Evidence.counterpart_of`` naming the older passage. A rewrite
+   added with that sentence (or, already selected, takes that sentence) and
+   ``Evidence.counterpart_of`` naming the older passage. A rewrite
    rarely resembles the claim as much as an unrelated sentence that shares its words, so without
    the diff the newer statement of a fact is often not retrieved at all (docs/labelling.md
    "Rewritten statements").
@@ -376,9 +377,6 @@ class Retriever:
         return chosen
 
     # ------------------------------------------------------------ alignment
-
-    def best_sentence(self, claim_tokens: list[str], claim_text: str, j: int) -> str:
-        return self.sentences[self._best_sentence_index(claim_tokens, claim_text, j)].text
 
     def _best_sentence_index(self, claim_tokens: list[str], claim_text: str, j: int) -> int:
         """The sentence of passage ``j`` best aligned with the claim: rapidfuzz token-set ratio

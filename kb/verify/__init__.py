@@ -137,7 +137,6 @@ class Verifier:
     def rules_judgement(self, claim: Claim, ev: Evidence) -> tuple[Judgement | None, str]:
         """The rules' best judgement over the evidence sentence and aligned passage sentences,
         and the sentence the model should see."""
-        texts = [claim.text]
         sentence = ev.sentence or ev.passage
         if claim.reason == SETTING_NOTE:
             return self._setting_judgement(claim, ev, sentence)
@@ -165,9 +164,9 @@ class Verifier:
 
     def _setting_judgement(self, claim: Claim, ev: Evidence, sentence: str) -> tuple[Judgement | None, str]:
         """A setting line read with its option ("readTimeout: Optional, Default=0s") is judged
-        only against a passage line read the same way: the option's name followed by its
-        line, or a line under a heading that names the option. A passage that does not name the option says nothing of it, however alike its
-        own "Optional, Default=..." lines are."""
+        only against a passage line read the same way: the option's name followed by its line,
+        or a line under a heading that names the option. A passage that does not name the
+        option says nothing of it, however alike its own "Optional, Default=..." lines are."""
         option = canonical(claim.text[: len(claim.text) - len(claim.source_text)].rstrip(": "))
         pieces = split_sentences(ev.passage or sentence)
         line = None

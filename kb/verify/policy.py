@@ -39,7 +39,6 @@ DEFAULT_THRESHOLDS = {
     "verbatim": 0.97,  # a judgement this sure means the source states the claim word for word
     "revision": 0.6,  # similarity of a newest-version sentence to a claim an older version stated
     "counterpart": 0.5,  # similarity of the older and newer sentences for a model-decided stale
-    "rewrite": 0.0,  # similarity of an older sentence and the diff counterpart that replaced it
     "clear_side": 0.75,  # when current sources disagree, a side this sure wins...
     "weak_side": 0.6,  # ...against a side below this
 }
@@ -276,9 +275,9 @@ def decide(
                 for e_new, j_new in current.get(sid, []):
                     if e_new.counterpart_of != e_old.passage_id:
                         continue
+                    # no similarity bar: the diff placed it (a local edit); the score is for the reader
                     score = similarity(e_old.sentence, e_new.sentence)
-                    if score >= th["rewrite"]:
-                        return _rewritten(claim, base, sid, (e_old, j_old), e_new, score)
+                    return _rewritten(claim, base, sid, (e_old, j_old), e_new, score)
     if old_sup:
         e, j = old_sup[0]
         return _uncertain(
