@@ -805,6 +805,14 @@ def _setting_lead(prev: Block | None, block: Block) -> str:
     return ""
 
 
+def setting_option(claim: Claim) -> str:
+    """The option a setting line was read with (what :func:`split_claims` put before its text),
+    "" for any other claim."""
+    if claim.reason != SETTING_NOTE:
+        return ""
+    return claim.text[: len(claim.text) - len(claim.source_text)].rstrip(": ")
+
+
 def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[Claim]:
     """Atomic, self-contained claims of ``doc`` with spans into ``doc.text``."""
     settings = settings or ClaimSettings()

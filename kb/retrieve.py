@@ -450,9 +450,9 @@ class Retriever:
                     out[oa + i] = ("replaced", na + j)
         return out
 
-    def _passage_holding(self, sentence: int, version: int) -> int:
-        """The passage of ``version`` in which ``sentence`` sits nearest the middle."""
-        a, b = self._version_range[version]
+    def _passage_holding(self, sentence: int) -> int:
+        """The passage of the sentence's version in which it sits nearest the middle."""
+        a, b = self._version_range[self._version_of_sentence(sentence)]
         starts, ends = self._p_sent[a:b, 0], self._p_sent[a:b, 1]
         inside = np.nonzero((starts <= sentence) & (sentence < ends))[0]
         off_centre = np.abs((starts[inside] + ends[inside] - 1) / 2 - sentence)
@@ -481,7 +481,7 @@ class Retriever:
                     if found is None:
                         continue
                     tag, n = found
-                    t = self._passage_holding(n, self._version_of_sentence(n))
+                    t = self._passage_holding(n)
                     if t in sentence and (tag == "equal" or t in counterpart_of):
                         continue
                     if t not in sentence:

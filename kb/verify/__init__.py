@@ -27,7 +27,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import date
 
-from kb.claims import MAX_SETTING_WORDS, SETTING_NOTE
+from kb.claims import MAX_SETTING_WORDS, SETTING_NOTE, setting_option
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status
 from kb.verify.revision import apply_contrast
@@ -167,7 +167,7 @@ class Verifier:
         only against a passage line read the same way: the option's name followed by its line,
         or a line under a heading that names the option. A passage that does not name the
         option says nothing of it, however alike its own "Optional, Default=..." lines are."""
-        option = canonical(claim.text[: len(claim.text) - len(claim.source_text)].rstrip(": "))
+        option = canonical(setting_option(claim))
         pieces = split_sentences(ev.passage or sentence)
         line = None
         for lead, nxt in zip(pieces, pieces[1:]):

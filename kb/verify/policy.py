@@ -269,15 +269,11 @@ def decide(
     # the newest version in its place: the statement was rewritten (not merely dropped)
     if not vague:
         for sid, items in history.items():
+            placed = {e.counterpart_of: e for e, _ in current.get(sid, []) if e.counterpart_of}
             for e_old, j_old in sorted(items, key=lambda p: -p[1].confidence):
-                if j_old.relation != "supports" or j_old.confidence < th["stale_history"]:
-                    continue
-                for e_new, j_new in current.get(sid, []):
-                    if e_new.counterpart_of != e_old.passage_id:
-                        continue
-                    # no similarity bar: the diff placed it (a local edit); the score is for the reader
-                    score = similarity(e_old.sentence, e_new.sentence)
-                    return _rewritten(claim, base, sid, (e_old, j_old), e_new, score)
+                e_new = placed.get(e_old.passage_id)
+                if e_new and j_old.relation == "supports" and j_old.confidence >= th["stale_history"]:
+                    return _rewritten(claim, base, sid, (e_old, j_old), e_new)
     if old_sup:
         e, j = old_sup[0]
         return _uncertain(
@@ -308,8 +304,10 @@ def _revised(claim: Claim, base: dict, sid: str, old, rev, th) -> Verdict:
     )  # fmt: skip
 
 
-def _rewritten(claim: Claim, base: dict, sid: str, old, e_new: Evidence, score: float) -> Verdict:
+def _rewritten(claim: Claim, base: dict, sid: str, old, e_new: Evidence) -> Verdict:
     e_old, j_old = old
+    # no similarity bar: the diff placed it (a local edit); the score is for the reader
+    score = similarity(e_old.sentence, e_new.sentence)
     return Verdict(
         **base, label="stale", confidence=round(min(0.6, j_old.confidence), 4), tier=j_old.tier,
         rationale=f"{sid}: older version ({_d(e_old)}) supports ({j_old.rationale}); in the newest version "
