@@ -142,3 +142,36 @@ def test_numbers_only_hint_reads_the_numbers_when_the_rest_is_unchecked():
     # every number must agree: one that pairs with nothing leaves the hint out
     assert judge_numbers("Severity 1 postmortems are due within 5 business days.",
                          "Severity 1 incidents require an incident commander.") is None  # fmt: skip
+
+
+def test_a_number_in_words_or_a_rank_agrees_with_itself():
+    # a word number is an exact point: "three" is [3, 3], so "three" against "three" (or "10"
+    # against "ten") agrees; it had been the empty [3, 3) and refuted itself
+    assert judge_rules("The show has three seasons.", "The show, which premiered in 2015, has three seasons on Netflix.").relation == "supports"
+    from kb.verify.slots import stated_point
+
+    ten = stated_point(extract("It has 10 seasons.").quantities[0])  # a source's "10" means 10
+    assert quantity_relation(extract("It has ten seasons.").quantities[0], ten) == "supports"
+    assert quantity_relation(extract("It has two seasons.").quantities[0], ten) == "refutes"
+    assert quantity_relation(extract("She finished 3rd.").quantities[0], extract("She finished 3rd.").quantities[0]) == "supports"
+    from kb.verify.rules import judge_numbers
+
+    assert judge_numbers("Artpop debuted at number one on the United States Radio 200.",
+                         "The album debuted at number one on the United States Billboard 200 with sales of 258,000 copies."
+                         ).relation == "supports"  # fmt: skip
+
+
+def test_a_decade_written_with_an_apostrophe_is_a_range():
+    (decade,) = extract("He was born in the 1970's.").quantities
+    assert (decade.kind, decade.lo, decade.hi, decade.text) == ("year", 1970, 1979, "1970 ' s")
+    sentence = "Jeong Hyeong-don (born February 7, 1978) is a South Korean comedian."
+    assert judge_rules("Jeong Hyeong-don was born in the 1970's.", sentence).relation == "supports"
+    assert judge_rules("Jeong Hyeong-don was born in the 1960's.", sentence).relation == "refutes"
+
+
+def test_agreeing_numbers_do_not_support_a_claim_that_denies_them():
+    from kb.verify.rules import judge_numbers
+
+    sentence = "The series was renewed for a second season of 20 episodes, which premiered in January."
+    assert judge_numbers("The second season of the series did not have 20 episodes.", sentence) is None
+    assert judge_numbers("The second season of the series had 20 episodes.", sentence).relation == "supports"

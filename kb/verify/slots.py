@@ -575,6 +575,9 @@ def _numeric(tokens: list[str], i: int) -> Quantity | None:
     # year?
     if kind == "number" and re.fullmatch(r"\d{4}", num) and 1000 <= value <= 2100 and not plus:
         nxt = tokens[j].lower() if j < n else ""
+        if nxt == "'" and j + 1 < n and tokens[j + 1].lower() == "s" and value % 10 == 0:  # the 1970's
+            return Quantity("year", value, value + 9, False, False, " ".join(tokens[i : j + 2]), i, j + 2,
+                            _context(tokens, i, j + 2), point=False)  # fmt: skip
         if nxt not in _UNITS and nxt not in _SCALES and nxt not in ("%", "people", "km"):
             op, s, e, _ = _comparator(tokens, i, j)
             op = {"~": "="}.get(op, op)
@@ -629,6 +632,8 @@ def _numeric(tokens: list[str], i: int) -> Quantity | None:
     lo, hi, lo_open, hi_open, point = _interval(scaled, op, prec * factor if factor > 1 else prec * (factor if kind != "number" else 1))
     if kind in ("ordinal",):
         lo, hi = value, value
+        if point:  # a rank is exact: "3rd" is [3, 3], not the empty [3, 3)
+            lo_open = hi_open = False
     return Quantity(kind, lo, hi, lo_open, hi_open, " ".join(tokens[s:e]), s, e, _context(tokens, s, e), point=point, op=op)
 
 
@@ -652,8 +657,8 @@ def _word_number(tokens: list[str], i: int) -> Quantity | None:
         j += 1
     op, s, e, _ = _comparator(tokens, i, j)
     lo, hi, lo_open, hi_open, point = _interval(value, op, 0.0)
-    if point:
-        lo = hi = value
+    if point:  # a word number is exact: "three" is [3, 3], not the empty [3, 3)
+        lo, hi, lo_open, hi_open = value, value, False, False
     return Quantity(kind, lo, hi, lo_open, hi_open, " ".join(tokens[s:e]), s, e, _context(tokens, s, e), point=point, op=op)
 
 
