@@ -175,6 +175,22 @@ def test_newest_version_revised_a_verbatim_statement_is_stale():
     assert v.label == "uncertain"
 
 
+def test_a_statement_the_newest_version_still_holds_is_not_revised_by_another_cut():
+    # the newest version keeps the list item word for word, but its passages are cut elsewhere,
+    # so the sentence nearest the item runs two items together: not a revision
+    item = "The network error ratio (NetworkErrorRatio)"
+    c = claim(f"The expression option can check three different metrics: {item}", source_text=item)
+    old = ev("circuitbreaker.md", OLD, sentence=item)
+    numbers = Judgement("supports", 0.84, "rules", "numbers only agree: three ~ three")
+    new = ev("circuitbreaker.md", NEW, rank=2, sentence="The expression option can check three different metrics:")
+    new = dataclasses.replace(new, passage=f"{c.text} The status code ratio (ResponseCodeRatio)")
+    assert decide(c, [old, new], [SUP, numbers], TODAY).label == "supported"
+    # the same cut without the item: the newest version did revise it
+    moved = dataclasses.replace(new, passage="The expression option can check three different metrics: "
+                                "The network error ratio (NetworkErrors) The status code ratio (ResponseCodeRatio)")  # fmt: skip
+    assert decide(c, [old, moved], [SUP, numbers], TODAY).label == "stale"
+
+
 def test_claim_without_context_is_not_contradicted_by_another_page():
     c = claim('Required, Default="127.0.0.1:8500"')
     ref = Judgement("refutes", 0.79, "rules", "number: claim 8500 vs evidence 8125", "8500", "8125")

@@ -327,6 +327,8 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
     # a list item rewritten with its lead-in ("...steps: Set X") is compared as written, so a
     # shared lead-in does not make two different items look alike
     texts = [claim.source_text] if claim.source_text and canonical(claim.source_text) != canonical(claim.text) else [claim.text]
+    if any(key and key in canonical(e.passage or e.sentence or "") for e, _ in items for key in keys):
+        return None  # the newest version still states it: its passages are only cut differently
     best = None
     for e, _ in items:
         for sentence in dict.fromkeys([e.sentence] + split_sentences(e.passage)):
