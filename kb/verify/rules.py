@@ -247,11 +247,7 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
     if not cw or not ew:
         return None
     c_content, e_content = _content_set(cw), _content_set(ew)
-    # whether the sentence is about what the claim is about leaves out the words of the claim's
-    # quantities ("less than", "per cent", "hours"), which the quantities compare: "has sung
-    # less than 500 Kannada songs" is about what "has since sung over 600 Kannada songs" is
-    all_words = {w for w in c_content if not re.search(r"\d", w)} or c_content
-    c_words = {w for w in _content_set(_words(tokens_outside_quantities(cs))) if not re.search(r"\d", w)} or all_words
+    c_words = {w for w in c_content if not re.search(r"\d", w)} or c_content
     if not c_content:
         return None
     coverage = len(c_words & e_content) / len(c_words)
@@ -376,13 +372,10 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
     missing_entities = {e for e in cs.entities if stem(e) not in e_content and e not in ew}
     if missing_entities:
         return None
-    # every word, the quantities' own included: where the sentence holds several values a
-    # pairing by context can pick the wrong one, and the model then reads the pair
-    word_coverage = len(all_words & e_content) / len(all_words)
-    if word_coverage >= 0.999 or (near_copy and word_coverage >= 0.9 and ratio >= 0.85):
+    if coverage >= 0.999 or (near_copy and coverage >= 0.9 and ratio >= 0.85):
         kind = "supports_slots" if cs.quantities else "supports_cover"
         what = "all slots agree" if cs.quantities else "claim terms covered"
-        return Judgement("supports", CONFIDENCE[kind], "rules", f"{what} (coverage {word_coverage:.2f})")
+        return Judgement("supports", CONFIDENCE[kind], "rules", f"{what} (coverage {coverage:.2f})")
     return None
 
 
