@@ -114,6 +114,23 @@ def test_a_diff_counterpart_pairs_a_model_refutation_for_stale():
     assert decide(c, [old, placed], [SUP, model_ref], TODAY).label == "stale"
 
 
+def test_a_rewrite_stands_when_the_model_refutes_through_another_sentence():
+    # the newest version refutes only through a sentence that is not the old one's counterpart,
+    # but the diff placed a rewritten sentence where the old one stood: stale as rewritten
+    c = claim("The Accept-Encoding request header contains gzip.")
+    old = ev("compress.md", OLD, sentence=c.text)
+    placed = dataclasses.replace(
+        ev("compress.md", NEW, rank=2, sentence="The Accept-Encoding request header contains gzip, and/or *, and/or br."),
+        counterpart_of=old.passage_id)  # fmt: skip
+    elsewhere = ev("compress.md", NEW, rank=3, sentence="Responses smaller than 1024 bytes are not compressed.")
+    model_ref = Judgement("refutes", 0.55, "model", "model: refutes (p=0.55)")
+    v = decide(c, [old, placed, elsewhere], [SUP, NEI, model_ref], TODAY)
+    assert v.label == "stale" and "rewritten" in v.rationale and v.evidence_sentence == placed.sentence
+    # without the diff's placement it stays a refutation from an unrelated sentence
+    v = decide(c, [old, dataclasses.replace(placed, counterpart_of=""), elsewhere], [SUP, NEI, model_ref], TODAY)
+    assert v.label == "uncertain" and "not its counterpart" in v.rationale
+
+
 def test_freshness_window_for_time_sensitive_claims():
     c = claim("The latest release is 25.1.", time_sensitive=True, freshness_days=90)
     v = decide(c, [ev(day=date(2025, 1, 28))], [SUP], TODAY)

@@ -214,6 +214,11 @@ def decide(
                   or h[0].counterpart_of == h[2].passage_id
                   or similarity(h[2].sentence, h[0].sentence) >= th["counterpart"]]  # fmt: skip
         if stale_hits and not paired:
+            # the diff of the two versions still puts a rewritten sentence where the supporting
+            # one stood: stale as rewritten, whatever the unrelated sentence says
+            rewrite = None if vague else _placed_rewrite(claim, base, history, current, th)
+            if rewrite:
+                return rewrite
             e_new, j_new, e_old, _ = stale_hits[0]
             return _uncertain(
                 claim, base,
@@ -267,13 +272,9 @@ def decide(
             return _revised(claim, base, sid, old, rev, th)
     # an older version supported it and a diff of the two versions puts a different sentence of
     # the newest version in its place: the statement was rewritten (not merely dropped)
-    if not vague:
-        for sid, items in history.items():
-            placed = {e.counterpart_of: e for e, _ in current.get(sid, []) if e.counterpart_of}
-            for e_old, j_old in sorted(items, key=lambda p: -p[1].confidence):
-                e_new = placed.get(e_old.passage_id)
-                if e_new and j_old.relation == "supports" and j_old.confidence >= th["stale_history"]:
-                    return _rewritten(claim, base, sid, (e_old, j_old), e_new)
+    rewrite = None if vague else _placed_rewrite(claim, base, history, current, th)
+    if rewrite:
+        return rewrite
     if old_sup:
         e, j = old_sup[0]
         return _uncertain(
@@ -302,6 +303,18 @@ def _revised(claim: Claim, base: dict, sid: str, old, rev, th) -> Verdict:
         gap_type="technical", gap_severity=_severity(claim, "stale"),
         action="rewrite from the newer source", evidence_sentence=sentence,
     )  # fmt: skip
+
+
+def _placed_rewrite(claim: Claim, base: dict, history, current, th) -> Verdict | None:
+    """Stale as rewritten: an older version supports the claim and the newest version of that
+    source holds the sentence a diff of the two versions put in its place."""
+    for sid, items in history.items():
+        placed = {e.counterpart_of: e for e, _ in current.get(sid, []) if e.counterpart_of}
+        for e_old, j_old in sorted(items, key=lambda p: -p[1].confidence):
+            e_new = placed.get(e_old.passage_id)
+            if e_new and j_old.relation == "supports" and j_old.confidence >= th["stale_history"]:
+                return _rewritten(claim, base, sid, (e_old, j_old), e_new)
+    return None
 
 
 def _rewritten(claim: Claim, base: dict, sid: str, old, e_new: Evidence) -> Verdict:
