@@ -77,6 +77,17 @@ def _date_key(d: date | None) -> date:
     return d or date.min
 
 
+def newest_dates(evidence) -> dict[str, date]:
+    """The newest version's date of each source among the evidence (``date.min`` when a source
+    has only undated passages): its passages of that date are the source's current view."""
+    newest: dict[str, date] = {}
+    for e in evidence:
+        d = _date_key(e.source_date)
+        if e.source_id not in newest or d > newest[e.source_id]:
+            newest[e.source_id] = d
+    return newest
+
+
 def decide(
     claim: Claim,
     evidence: list[Evidence],
@@ -102,11 +113,7 @@ def decide(
     if not pairs:
         return _uncertain(claim, base, "no evidence retrieved", 0.5, kind="no_evidence")
 
-    newest: dict[str, date] = {}
-    for e in evidence:
-        d = _date_key(e.source_date)
-        if e.source_id not in newest or d > newest[e.source_id]:
-            newest[e.source_id] = d
+    newest = newest_dates(evidence)
 
     current: dict[str, list[tuple[Evidence, Judgement]]] = defaultdict(list)
     history: dict[str, list[tuple[Evidence, Judgement]]] = defaultdict(list)

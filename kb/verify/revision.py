@@ -26,6 +26,7 @@ import logging
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+from kb.verify.policy import newest_dates
 from kb.verify.slots import (
     NEGATIONS,
     STOPWORDS,
@@ -194,10 +195,7 @@ def apply_contrast(claim_text: str, evidence, judgements, keep_above: float = 0.
     from kb.records import Judgement
 
     out = list(judgements)
-    newest: dict[str, object] = {}
-    for e in evidence:
-        if e.source_date is not None and (e.source_id not in newest or e.source_date > newest[e.source_id]):
-            newest[e.source_id] = e.source_date
+    newest = newest_dates(evidence)  # an undated passage is never "the older version" below
     # a source whose newest version still states the claim (a sure rules support, or the claim
     # word for word in one of its passages) has not changed it, whatever else changed nearby
     claim_key = canonical(claim_text)
