@@ -70,7 +70,14 @@ def test_two_shards_on_two_workers_match_an_unsharded_run(demo_copy: Path, tmp_p
     finally:
         for worker in workers:
             os.killpg(worker.pid, signal.SIGTERM)
-            worker.wait(timeout=60)
+        for worker in workers:
+            try:
+                worker.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                # a Prefect worker has been seen to hang in its own SIGTERM forwarding on a loaded
+                # machine; it is Prefect's process and its shard is done: stop it hard
+                os.killpg(worker.pid, signal.SIGKILL)
+                worker.wait()
         server.stop()
 
     sharded_summary, single_summary = json.loads(sharded.stdout), json.loads(single.stdout)
