@@ -23,6 +23,11 @@ def ev(source_id="getting_started.md", day=date(2025, 1, 28), sentence="", rank=
     )  # fmt: skip
 
 
+def placed(old: Evidence, sentence: str, rank: int = 2) -> Evidence:
+    """A newest-version passage that a diff of the two versions put where ``old`` stood."""
+    return dataclasses.replace(ev(old.source_id, NEW, rank=rank, sentence=sentence), counterpart_of=old.passage_id)
+
+
 SUP = Judgement("supports", 0.99, "rules", "exact match")
 REF = Judgement("refutes", 0.93, "rules", "version: claim 3.6.2+ vs evidence 3.9+", "3.6.2+", "3.9+")
 NEI = Judgement("nei", 0.8, "model", "model: nei")
@@ -90,7 +95,7 @@ def test_only_old_version_supports_and_its_sentence_was_rewritten_is_stale():
     c = claim("By default, Traefik uses Jaeger as tracing backend.")
     old = ev("tracing.md", OLD, sentence=c.text)
     new_sentence = "Traefik uses OpenTelemetry, an open standard designed for distributed tracing."
-    rewritten = dataclasses.replace(ev("tracing.md", NEW, rank=2, sentence=new_sentence), counterpart_of=old.passage_id)
+    rewritten = placed(old, new_sentence)
     v = decide(c, [old, rewritten], [SUP, NEI], TODAY)
     assert v.label == "stale" and "rewritten" in v.rationale and new_sentence in v.rationale
     assert v.evidence_sentence == new_sentence and v.action == "rewrite from the newer source"
@@ -100,8 +105,7 @@ def test_only_old_version_supports_and_its_sentence_was_rewritten_is_stale():
     # a claim with too little context is not judged from a rewrite
     short = claim("Optional, Default=1")
     old_short = ev("entrypoints.md", OLD, sentence=short.text)
-    new_short = dataclasses.replace(ev("entrypoints.md", NEW, rank=2, sentence="Optional, Default=MaxInt-1"),
-                                    counterpart_of=old_short.passage_id)  # fmt: skip
+    new_short = placed(old_short, "Optional, Default=MaxInt-1")
     assert decide(short, [old_short, new_short], [SUP, NEI], TODAY).label == "uncertain"
 
 
@@ -109,9 +113,8 @@ def test_a_diff_counterpart_pairs_a_model_refutation_for_stale():
     c = claim("By default, Traefik uses Jaeger as tracing backend.")
     model_ref = Judgement("refutes", 0.9, "model", "model: refutes (p=0.90)")
     old = ev("tracing.md", OLD, sentence=c.text)
-    placed = dataclasses.replace(ev("tracing.md", NEW, rank=2, sentence="Spans are exported over gRPC to the collector."),
-                                 counterpart_of=old.passage_id)  # fmt: skip
-    assert decide(c, [old, placed], [SUP, model_ref], TODAY).label == "stale"
+    unrelated = placed(old, "Spans are exported over gRPC to the collector.")
+    assert decide(c, [old, unrelated], [SUP, model_ref], TODAY).label == "stale"
 
 
 def test_a_rewrite_stands_when_the_model_refutes_through_another_sentence():
@@ -119,15 +122,13 @@ def test_a_rewrite_stands_when_the_model_refutes_through_another_sentence():
     # but the diff placed a rewritten sentence where the old one stood: stale as rewritten
     c = claim("The Accept-Encoding request header contains gzip.")
     old = ev("compress.md", OLD, sentence=c.text)
-    placed = dataclasses.replace(
-        ev("compress.md", NEW, rank=2, sentence="The Accept-Encoding request header contains gzip, and/or *, and/or br."),
-        counterpart_of=old.passage_id)  # fmt: skip
+    rewritten = placed(old, "The Accept-Encoding request header contains gzip, and/or *, and/or br.")
     elsewhere = ev("compress.md", NEW, rank=3, sentence="Responses smaller than 1024 bytes are not compressed.")
     model_ref = Judgement("refutes", 0.55, "model", "model: refutes (p=0.55)")
-    v = decide(c, [old, placed, elsewhere], [SUP, NEI, model_ref], TODAY)
-    assert v.label == "stale" and "rewritten" in v.rationale and v.evidence_sentence == placed.sentence
+    v = decide(c, [old, rewritten, elsewhere], [SUP, NEI, model_ref], TODAY)
+    assert v.label == "stale" and "rewritten" in v.rationale and v.evidence_sentence == rewritten.sentence
     # without the diff's placement it stays a refutation from an unrelated sentence
-    v = decide(c, [old, dataclasses.replace(placed, counterpart_of=""), elsewhere], [SUP, NEI, model_ref], TODAY)
+    v = decide(c, [old, dataclasses.replace(rewritten, counterpart_of=""), elsewhere], [SUP, NEI, model_ref], TODAY)
     assert v.label == "uncertain" and "not its counterpart" in v.rationale
 
 

@@ -512,6 +512,8 @@ def _interval(value: float, op: str, prec: float) -> tuple[float, float, bool, b
     if op == "~":
         tol = max(abs(value) * 0.1, prec)
         return value - tol, value + tol, False, False, True
+    if prec == 0:
+        return value, value, False, False, True  # an exact value ("three"): [3, 3]
     half = prec / 2
     return value - half, value + half, False, True, True  # [x - h, x + h): 3.7 and 3.8 do not touch
 
@@ -656,9 +658,7 @@ def _word_number(tokens: list[str], i: int) -> Quantity | None:
         value *= f
         j += 1
     op, s, e, _ = _comparator(tokens, i, j)
-    lo, hi, lo_open, hi_open, point = _interval(value, op, 0.0)
-    if point:  # a word number is exact: "three" is [3, 3], not the empty [3, 3)
-        lo, hi, lo_open, hi_open = value, value, False, False
+    lo, hi, lo_open, hi_open, point = _interval(value, op, 0.0)  # a word number is exact
     return Quantity(kind, lo, hi, lo_open, hi_open, " ".join(tokens[s:e]), s, e, _context(tokens, s, e), point=point, op=op)
 
 
