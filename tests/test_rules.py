@@ -169,6 +169,18 @@ def test_a_decade_written_with_an_apostrophe_is_a_range():
     assert judge_rules("Jeong Hyeong-don was born in the 1960's.", sentence).relation == "refutes"
 
 
+def test_a_four_digit_count_of_a_plural_noun_is_a_number_not_a_year():
+    (limit,) = extract("The gateway accepts more than 1000 requests per second.").quantities
+    assert limit.kind == "number" and limit.lo == 1000
+    verdict = judge_rules("The gateway accepts more than 1000 requests per second.",
+                          "The gateway accepts up to 800 requests per second.")  # fmt: skip
+    assert verdict.relation == "refutes" and verdict.confidence > 0.55  # a number conflict, not a weak year one
+    # years still modify nouns after a determiner or in a list, and end titles
+    assert [q.kind for q in extract("It is a 2004 sports drama film.").quantities] == ["year"]
+    assert [q.kind for q in extract("He played in the 2011, 2015 and 2019 editions.").quantities] == ["year"] * 3
+    assert [q.kind for q in extract("Blade Runner 2049 continues the story.").quantities] == ["year"]
+
+
 def test_agreeing_numbers_do_not_support_a_claim_that_denies_them():
     from kb.verify.rules import judge_numbers
 

@@ -518,6 +518,23 @@ def _interval(value: float, op: str, prec: float) -> tuple[float, float, bool, b
     return value - half, value + half, False, True, True  # [x - h, x + h): 3.7 and 3.8 do not touch
 
 
+_YEAR_MODIFIER_LEADS = frozenset(("the", "a", "an", "its", "their", "his", "her", "our", "this", "that", "'s",
+                                  "of", "in", "for", "since", "until", "and", "or", ","))  # fmt: skip
+_SINGULAR_S = frozenset(("series", "species", "news", "means", "status", "census", "analysis", "basis"))
+
+
+def _counts_a_noun(tokens: list[str], i: int, j: int) -> bool:
+    """A four-digit number that counts the plural noun after it ("more than 1000 requests",
+    "with 1150 screens") rather than a year, which modifies a noun after a determiner or a list
+    ("a 2004 sports drama", "the 2011 and 2019 editions") or ends a title ("Blade Runner 2049")."""
+    if i == 0 or j >= len(tokens):
+        return False
+    nxt, prev = tokens[j], tokens[i - 1]
+    if not re.fullmatch(r"[a-z]{3,}s", nxt) or nxt.endswith(("ss", "us", "is")) or nxt in _SINGULAR_S:
+        return False
+    return prev.islower() and prev not in _YEAR_MODIFIER_LEADS
+
+
 def _numeric(tokens: list[str], i: int) -> Quantity | None:
     tok = tokens[i]
     n = len(tokens)
@@ -580,7 +597,7 @@ def _numeric(tokens: list[str], i: int) -> Quantity | None:
         if nxt == "'" and j + 1 < n and tokens[j + 1].lower() == "s" and value % 10 == 0:  # the 1970's
             return Quantity("year", value, value + 9, False, False, " ".join(tokens[i : j + 2]), i, j + 2,
                             _context(tokens, i, j + 2), point=False)  # fmt: skip
-        if nxt not in _UNITS and nxt not in _SCALES and nxt not in ("%", "people", "km"):
+        if nxt not in _UNITS and nxt not in _SCALES and nxt not in ("%", "people", "km") and not _counts_a_noun(tokens, i, j):
             op, s, e, _ = _comparator(tokens, i, j)
             op = {"~": "="}.get(op, op)
             if op == "=":  # "formed after 1978", "died before 1988": the year is a bound, not the value
