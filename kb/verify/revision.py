@@ -33,6 +33,7 @@ from kb.verify.slots import (
     INF,
     Quantity,
     canonical,
+    comparable_kinds,
     extract,
     similarity,
     stated_point,
@@ -96,13 +97,6 @@ def _in_span(q: Quantity, lo: int, hi: int) -> bool:
     return q.start < hi and q.end > lo
 
 
-def _comparable(a: Quantity, b: Quantity) -> bool:
-    if a.kind == b.kind:
-        return True
-    timeish = ("year", "date")
-    return a.kind in timeish and b.kind in timeish
-
-
 def _closeness(c: Quantity, q: Quantity) -> float:
     """How near the claim's value is to a version's value (0 = same), for picking which claim
     quantity speaks about which changed slot."""
@@ -147,9 +141,9 @@ def _contrast(claim: str, older: str, newer: str) -> Contrast | None:
         else:
             changed = [(qo, qn) for qo in old_q for qn in new_q]
         for qo, qn in changed:
-            if not _comparable(qo, qn) or quantity_relation(qo, qn) == "supports":
+            if not comparable_kinds(qo.kind, qn.kind) or quantity_relation(qo, qn) == "supports":
                 continue
-            cands = [c for c in cs.quantities if _comparable(c, qo)]
+            cands = [c for c in cs.quantities if comparable_kinds(c.kind, qo.kind)]
             if not cands:
                 continue
             def distance(c: Quantity, qo=qo, qn=qn) -> float:

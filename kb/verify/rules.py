@@ -39,6 +39,7 @@ from kb.verify.slots import (
     is_identifier,
     normalize,
     bound_relation,
+    comparable_kinds,
     quantity_relation,
     stated_point,
     stem,
@@ -117,13 +118,6 @@ def _quantity_at(qs: list[Quantity], idx: set[int]) -> list[Quantity]:
 def _tok_index_map(tokens: list[str]) -> list[int]:
     """Map position in the punctuation-free word list to the index in tokens."""
     return [k for k, t in enumerate(tokens) if _keep(t)]
-
-
-def _compatible(a: str, b: str) -> bool:
-    if a == b:
-        return True
-    pair = {a, b}
-    return pair <= {"number", "version"} or pair <= {"year", "date"} or pair <= {"number", "ordinal"}
 
 
 def judge_rules(claim_text: str, sentence: str) -> Judgement | None:
@@ -301,7 +295,7 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
             eq = _quantity_at(es.quantities, eidx)
             if cq and eq:
                 for q in cq:
-                    best = next((x for x in eq if _compatible(x.kind, q.kind)), None)
+                    best = next((x for x in eq if comparable_kinds(x.kind, q.kind)), None)
                     if best is None:
                         continue
                     paired_claim_q.add(id(q))
@@ -382,7 +376,7 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
 def _shared_quantity_context(cs: Slots, es: Slots) -> bool:
     for q in cs.quantities:
         for x in es.quantities:
-            if _compatible(q.kind, x.kind) and _ctx_score(q.context, x.context) >= 2:
+            if comparable_kinds(q.kind, x.kind) and _ctx_score(q.context, x.context) >= 2:
                 return True
     return False
 
@@ -401,7 +395,7 @@ def _ctx_score(a: frozenset[str], b: frozenset[str]) -> float:
 def _pair_by_context(q: Quantity, cs: Slots, es: Slots):
     """(best, score, candidates): the evidence quantities of a kind compatible with ``q``, and
     the one whose context matches it best with its score ((None, 0) when none pairs clearly)."""
-    cands = [x for x in es.quantities if _compatible(x.kind, q.kind)]
+    cands = [x for x in es.quantities if comparable_kinds(x.kind, q.kind)]
     if not cands:
         return None, 0, cands
     return (*_best_by_context(q, cands, len(cs.quantities) == 1 and len(es.quantities) == 1), cands)

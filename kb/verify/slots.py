@@ -735,6 +735,15 @@ def bound_relation(claim: Quantity, ev: Quantity) -> str | None:
     return "supports" if a == b else "refutes"
 
 
+def comparable_kinds(a: str, b: str) -> bool:
+    """Whether quantities of these kinds state the same sort of value: one kind, or a plain
+    number read beside a version or a rank ("Python 3.6" / "3.6+"), or a year beside a date."""
+    if a == b:
+        return True
+    pair = {a, b}
+    return pair <= {"number", "version"} or pair <= {"year", "date"} or pair <= {"number", "ordinal"}
+
+
 def quantity_relation(claim: Quantity, ev: Quantity) -> str:
     """'supports' (evidence inside the claim's range), 'refutes' (disjoint) or 'nei' (overlap)."""
     if claim.kind == "version" or ev.kind == "version":
