@@ -181,6 +181,36 @@ def test_a_four_digit_count_of_a_plural_noun_is_a_number_not_a_year():
     assert [q.kind for q in extract("Blade Runner 2049 continues the story.").quantities] == ["year"]
 
 
+def test_numbers_hint_reads_past_a_date_stamp_and_pairs_a_sole_percentage():
+    from kb.verify.rules import judge_numbers
+
+    # the count agrees; the claim's date stamp has no context words to pair by and need not
+    sentence = "As of 3 May 2021 , the city reported 1,812 cases and 40 deaths ."
+    assert judge_numbers("The city had fewer than 2,000 cases by May 3 , 2021 .", sentence).relation == "supports"
+    assert judge_numbers("The city had more than 2,000 cases by May 3 , 2021 .", sentence).relation == "refutes"
+    # a date alone still has to pair: nothing is said of it otherwise
+    assert judge_numbers("The city reported its cases on May 9 , 2021 .", sentence) is None
+    # one percentage on each side is the same figure, whatever words surround it
+    review = "The aggregator gives the film 64 % from 90 critics ."
+    assert judge_numbers("The film has a score under 70 % on the aggregator .", review).relation == "supports"
+    assert judge_numbers("The film has a score above 70 % on the aggregator .", review).relation == "refutes"
+
+
+def test_a_count_of_the_same_thing_is_a_weaker_hint_in_a_sentence_loosely_about_the_claim():
+    from kb.verify.rules import NUMBERS_ONLY_CONFIDENCE, NUMBERS_ONLY_LOOSE_CONFIDENCE, judge_numbers
+
+    # the sentence does not name the town, but counts the same cases
+    sentence = "the confirmed cases reached 86 , most of them from abroad ."
+    hint = judge_numbers("Riverside recorded fewer than 90 cases in March .", sentence)
+    assert hint.relation == "supports" and "loosely" in hint.rationale
+    assert hint.confidence == NUMBERS_ONLY_LOOSE_CONFIDENCE["supports"] < NUMBERS_ONLY_CONFIDENCE["supports"]
+    assert judge_numbers("Riverside recorded more than 90 cases in March .", sentence).relation == "refutes"
+    # durations recur across unrelated policies: "7 days" of a shift is not "14 days" of recovery
+    assert judge_numbers("Each on-call shift lasts 7 days .", "Point-in-time recovery covers the last 14 days .") is None
+    # a count of something else does not pair
+    assert judge_numbers("Riverside recorded fewer than 90 hospitals in March .", sentence) is None
+
+
 def test_agreeing_numbers_do_not_support_a_claim_that_denies_them():
     from kb.verify.rules import judge_numbers
 
