@@ -211,6 +211,17 @@ def test_a_count_of_the_same_thing_is_a_weaker_hint_in_a_sentence_loosely_about_
     assert judge_numbers("Riverside recorded fewer than 90 hospitals in March .", sentence) is None
 
 
+def test_a_count_with_nothing_to_pair_with_does_not_block_the_counts_that_agree():
+    from kb.verify.rules import judge_numbers
+
+    hint = judge_numbers("The league has more than 20 teams and 400 players .", "The league has 24 teams .")
+    assert hint.relation == "supports" and "1 of the claim's numbers unpaired" in hint.rationale
+    assert judge_numbers("The league has more than 30 teams and 400 players .", "The league has 24 teams .").relation == "refutes"
+    # the number of a name is not a count the claim states: it cannot carry a support alone
+    assert judge_numbers("Severity 1 postmortems are due within 5 business days .",
+                         "Severity 1 postmortems need an incident commander .") is None  # fmt: skip
+
+
 def test_agreeing_numbers_do_not_support_a_claim_that_denies_them():
     from kb.verify.rules import judge_numbers
 
