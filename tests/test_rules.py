@@ -220,6 +220,11 @@ def test_a_count_with_nothing_to_pair_with_does_not_block_the_counts_that_agree(
     # the number of a name is not a count the claim states: it cannot carry a support alone
     assert judge_numbers("Severity 1 postmortems are due within 5 business days .",
                          "Severity 1 postmortems need an incident commander .") is None  # fmt: skip
+    # a date or a name's number that agrees, with nothing else to pair, is the weakest hint
+    from kb.verify.rules import NUMBERS_ONLY_INCIDENTAL_CONFIDENCE
+
+    weak = judge_numbers("The album was released in Europe on 3 May 2019 .", "It was released on 3 May 2019 in Europe .")
+    assert weak.relation == "supports" and weak.confidence == NUMBERS_ONLY_INCIDENTAL_CONFIDENCE < 0.7
 
 
 def test_agreeing_numbers_do_not_support_a_claim_that_denies_them():
