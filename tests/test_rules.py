@@ -227,6 +227,16 @@ def test_a_count_with_nothing_to_pair_with_does_not_block_the_counts_that_agree(
     assert weak.relation == "supports" and weak.confidence == NUMBERS_ONLY_INCIDENTAL_CONFIDENCE < 0.7
 
 
+def test_a_sum_pairs_by_its_words_on_either_side_when_it_agrees():
+    from kb.verify.rules import judge_numbers
+
+    sentence = "It grossed $ 55 million at home and $ 44 million abroad , for a worldwide total of $ 99 million ."
+    hint = judge_numbers("The film earned over $ 98.5 million worldwide .", sentence)
+    assert hint.relation == "supports" and "$ 99 million" in hint.rationale
+    # the looser pairing never refutes: a disagreeing total is left to the model
+    assert judge_numbers("The film earned over $ 120 million worldwide .", sentence) is None
+
+
 def test_agreeing_numbers_do_not_support_a_claim_that_denies_them():
     from kb.verify.rules import judge_numbers
 
