@@ -237,6 +237,18 @@ def test_a_sum_pairs_by_its_words_on_either_side_when_it_agrees():
     assert judge_numbers("The film earned over $ 120 million worldwide .", sentence) is None
 
 
+def test_numbers_hint_reads_a_lower_bound_as_an_interval_and_pairs_the_nearest_of_equals():
+    from kb.verify.rules import judge_numbers
+
+    # "more than 5,000" lies inside "over 4,500": not two different limits
+    assert judge_numbers("The family owns over 4,500 square feet of land .",
+                         "The family owned more than 5,000 square feet of land .").relation == "supports"  # fmt: skip
+    # two counts fit the context equally: the nearer value is the one the claim speaks of
+    sentence = "Fans bought one million copies in May , and in all fans bought more than 11 million copies ."
+    assert judge_numbers("Fans bought more than 11 million copies .", sentence).relation == "supports"
+    assert judge_numbers("Fans bought fewer than 10 million copies .", sentence).relation == "refutes"
+
+
 def test_agreeing_numbers_do_not_support_a_claim_that_denies_them():
     from kb.verify.rules import judge_numbers
 
