@@ -30,7 +30,6 @@ from kb.verify.policy import newest_dates
 from kb.verify.slots import (
     NEGATIONS,
     STOPWORDS,
-    INF,
     Quantity,
     canonical,
     comparable_kinds,
@@ -39,6 +38,7 @@ from kb.verify.slots import (
     stated_point,
     quantity_relation,
     stem,
+    value_distance,
     tokens_outside_quantities,
 )
 
@@ -97,20 +97,6 @@ def _in_span(q: Quantity, lo: int, hi: int) -> bool:
     return q.start < hi and q.end > lo
 
 
-def _closeness(c: Quantity, q: Quantity) -> float:
-    """How near the claim's value is to a version's value (0 = same), for picking which claim
-    quantity speaks about which changed slot."""
-    try:
-        a = c.hi if c.lo == -INF else c.lo  # "less than 81": its bound
-        b = q.lo
-        a, b = float(a[0] if isinstance(a, tuple) else a), float(b[0] if isinstance(b, tuple) else b)
-    except (TypeError, ValueError, IndexError):
-        return 0.0
-    if a == b:
-        return 0.0
-    return abs(a - b) / max(abs(a), abs(b), 1e-9)
-
-
 def contrast(claim: str, older: str, newer: str) -> Contrast | None:
     """Which version the claim follows where the two versions differ; None when undecided."""
     try:
@@ -147,7 +133,7 @@ def _contrast(claim: str, older: str, newer: str) -> Contrast | None:
             if not cands:
                 continue
             def distance(c: Quantity, qo=qo, qn=qn) -> float:
-                return min(_closeness(c, qo), _closeness(c, qn))
+                return min(value_distance(c, qo), value_distance(c, qn))
 
             c = min(cands, key=lambda c: (distance(c), c.kind != qo.kind))
             if distance(c) > 0.5:

@@ -29,7 +29,6 @@ from difflib import SequenceMatcher
 
 from kb.records import Judgement
 from kb.verify.slots import (
-    INF,
     STOPWORDS,
     Quantity,
     Slots,
@@ -44,6 +43,7 @@ from kb.verify.slots import (
     quantity_relation,
     stated_point,
     stem,
+    value_distance,
     tokens_outside_quantities,
     word_tokens,
 )
@@ -201,8 +201,13 @@ def _sole_of_kind(q: Quantity, cs: Slots, es: Slots) -> Quantity | None:
     return theirs[0] if len(mine) == 1 and len(theirs) == 1 else None
 
 
+def _bare_context(q: Quantity) -> set[str]:
+    """A quantity's context words, whichever side of the number they stand on."""
+    return {w.lstrip(">") for w in q.context}
+
+
 def _shared_context(a: Quantity, b: Quantity) -> bool:
-    return bool({w.lstrip(">") for w in a.context} & {w.lstrip(">") for w in b.context})
+    return bool(_bare_context(a) & _bare_context(b))
 
 
 def _hint_relation(q: Quantity, ev: Quantity) -> str:
@@ -210,11 +215,10 @@ def _hint_relation(q: Quantity, ev: Quantity) -> str:
     5,000 square feet", though as two statements of one limit (``bound_relation``: "up to 5
     retries" / "up to 8 retries") they differ. On the training parts this removed 16 wrong
     refutations and added 12 right supports for one right refutation lost."""
-    if q.kind in LOOSE_KINDS:
-        rel = quantity_relation(q, stated_point(ev))
-        if rel != "nei":
-            return rel
-    return bound_relation(q, ev) or quantity_relation(q, stated_point(ev))
+    interval = quantity_relation(q, stated_point(ev))
+    if q.kind in LOOSE_KINDS and interval != "nei":
+        return interval
+    return bound_relation(q, ev) or interval
 
 
 def _agreeing_by_any_side(q: Quantity, es: Slots) -> Quantity | None:
@@ -223,8 +227,8 @@ def _agreeing_by_any_side(q: Quantity, es: Slots) -> Quantity | None:
     million"), when it is the only one with that many and agrees with ``q``. Where the stricter
     pairing found none, it made 104 more supports hints on the training parts, 95 of them
     right; a disagreeing one is left unpaired (only the stricter pairing refutes)."""
-    mine = {w.lstrip(">") for w in q.context}
-    scored = sorted(((len(mine & {w.lstrip(">") for w in x.context}), i)
+    mine = _bare_context(q)
+    scored = sorted(((len(mine & _bare_context(x)), i)
                      for i, x in enumerate(es.quantities) if x.kind == q.kind), reverse=True)  # fmt: skip
     if not scored or scored[0][0] < 1 or (len(scored) > 1 and scored[1][0] == scored[0][0]):
         return None
@@ -237,8 +241,10 @@ def _incidental(q: Quantity, cs: Slots) -> bool:
     the number of a name ("Student of the Year 2", "Severity 1"): not a count the claim states."""
     if q.kind == "date":
         return True
-    before = cs.tokens[q.start - 1] if q.start > 0 else ""
-    return q.kind == "number" and q.text.isdigit() and q.start > 1 and before[:1].isupper() and before.isalpha()
+    if q.kind != "number" or not q.text.isdigit() or q.start < 2:
+        return False
+    before = cs.tokens[q.start - 1]
+    return before[:1].isupper() and before.isalpha()
 
 
 def judge_numbers(claim_text: str, sentence: str) -> Judgement | None:
@@ -282,19 +288,21 @@ def judge_numbers(claim_text: str, sentence: str) -> Judgement | None:
         # "did not have 20 episodes" against "a second season of 20 episodes": the numbers agree,
         # the claim denies them. (A negation only in the evidence is mostly in another clause.)
         return None
+    if not rels or any(r != "supports" for r in rels):
+        return None
+    pairs = "; ".join(f"{a} ~ {b}" for a, b in texts)
+    if not counted:  # only a date or a name's number agrees: in a sentence about the claim, all paired
+        if loose or unpaired:
+            return None
+        return Judgement("supports", NUMBERS_ONLY_INCIDENTAL_CONFIDENCE, "rules",
+                         f"{NUMBERS_ONLY} agree, a date or a name only: {pairs}")  # fmt: skip
     # In a sentence about the claim, a count with nothing to pair with says nothing either way
     # (its context words differ: "outside of North America" / "other territories"); in one only
     # loosely about it, every count must pair.
-    if rels and all(r == "supports" for r in rels) and not (loose and unpaired) and (counted or not unpaired):
-        pairs = "; ".join(f"{a} ~ {b}" for a, b in texts)
-        rest = f" ({unpaired} of the claim's numbers unpaired)" if unpaired else ""
-        if not counted and loose:
-            return None
-        if not counted:  # only a date or a name's number agrees
-            return Judgement("supports", NUMBERS_ONLY_INCIDENTAL_CONFIDENCE, "rules",
-                             f"{NUMBERS_ONLY} agree, a date or a name only: {pairs}{about}")  # fmt: skip
-        return Judgement("supports", conf["supports"], "rules", f"{NUMBERS_ONLY} agree: {pairs}{rest}{about}")
-    return None
+    if loose and unpaired:
+        return None
+    rest = f" ({unpaired} of the claim's numbers unpaired)" if unpaired else ""
+    return Judgement("supports", conf["supports"], "rules", f"{NUMBERS_ONLY} agree: {pairs}{rest}{about}")
 
 
 def _continues(claim_text: str, sentence: str) -> bool:
@@ -486,26 +494,13 @@ def _pair_by_context(q: Quantity, cs: Slots, es: Slots):
     return (*_best_by_context(q, cands, len(cs.quantities) == 1 and len(es.quantities) == 1), cands)
 
 
-def _nearness(q: Quantity, x: Quantity) -> float:
-    """How far apart two values are, relatively (0 = same), to choose between equally fitting
-    pairings: "more than 11 million copies" goes with "more than 11 million copies", not with
-    the "one million copies" sold in the first 48 hours."""
-    try:
-        a = q.hi if q.lo == -INF else q.lo
-        b = x.hi if x.lo == -INF else x.lo
-        a, b = float(a[0] if isinstance(a, tuple) else a), float(b[0] if isinstance(b, tuple) else b)
-    except (TypeError, ValueError, IndexError):
-        return 0.0
-    return abs(a - b) / max(abs(a), abs(b), 1e-9)
-
-
 def _best_by_context(q: Quantity, cands: list[Quantity], only_pair: bool):
     best, best_score = None, 0
     for x in cands:
         s = _ctx_score(q.context, x.context)
         if x.kind == q.kind:
             s += 0.5
-        if s > best_score or (s == best_score and best is not None and _nearness(q, x) < _nearness(q, best)):
+        if s > best_score or (s == best_score and best is not None and value_distance(q, x) < value_distance(q, best)):
             best, best_score = x, s
     if best is not None and best_score >= 1.5:
         return best, best_score

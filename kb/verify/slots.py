@@ -735,6 +735,23 @@ def bound_relation(claim: Quantity, ev: Quantity) -> str | None:
     return "supports" if a == b else "refutes"
 
 
+def value_distance(a: Quantity, b: Quantity) -> float:
+    """How far apart two quantities' values are, relatively (0 = the same): a one-sided bound
+    ("less than 81") by its bound, a version by its major number. For choosing which of several
+    values a claim's quantity speaks of, not for judging it."""
+    def value(q: Quantity) -> float:
+        v = q.hi if q.lo == -INF else q.lo
+        return float(v[0] if isinstance(v, tuple) else v)
+
+    try:
+        x, y = value(a), value(b)
+    except (TypeError, ValueError, IndexError):
+        return 0.0
+    if x == y:
+        return 0.0
+    return abs(x - y) / max(abs(x), abs(y), 1e-9)
+
+
 def comparable_kinds(a: str, b: str) -> bool:
     """Whether quantities of these kinds state the same sort of value: one kind, or a plain
     number read beside a version or a rank ("Python 3.6" / "3.6+"), or a year beside a date."""
