@@ -78,6 +78,7 @@ def cmd_serve(args) -> int:
               f"(log: {server.log_path}); it stops when this command does", flush=True)
         server.start()
         os.environ["PREFECT_API_URL"] = server.url
+    previous_sigint = signal.signal(signal.SIGINT, _stop_like_sigterm)
     try:
         from flows.audit import audit
 
@@ -92,10 +93,23 @@ def cmd_serve(args) -> int:
             print_starting_message=False,
         )
     finally:
+        signal.signal(signal.SIGINT, previous_sigint)
         if server is not None:
             server.stop()
             print("kbaudit: local Prefect server stopped", flush=True)
     return 0
+
+
+def _stop_like_sigterm(signum, frame) -> None:
+    """Ctrl-C takes the runner's SIGTERM path (cancel runs in flight, stop polling, return).
+    Left to asyncio's own SIGINT handling, Prefect's serve loop could swallow the cancellation
+    and keep polling: `kbaudit serve` then never exited (seen on this machine, and in a test
+    that waited 180 s for it)."""
+    handler = signal.getsignal(signal.SIGTERM)
+    if callable(handler):
+        handler(signal.SIGTERM, frame)  # the runner's graceful shutdown (a second Ctrl-C exits)
+    else:
+        raise KeyboardInterrupt  # the runner has not started yet
 
 
 def register(sub) -> None:
