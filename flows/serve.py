@@ -71,15 +71,18 @@ def cmd_serve(args) -> int:
     settings.sources = [s.resolve() for s in settings.sources_roots]
     settings.out = settings.out.resolve()
     server = None
-    if not os.environ.get("PREFECT_API_URL"):
-        server = LocalServer(log_path=settings.out / "prefect-server.log")
-        settings.out.mkdir(parents=True, exist_ok=True)
-        print(f"kbaudit: PREFECT_API_URL is not set; starting a local Prefect server on {server.url} "
-              f"(log: {server.log_path}); it stops when this command does", flush=True)
-        server.start()
-        os.environ["PREFECT_API_URL"] = server.url
-    previous_sigint = signal.signal(signal.SIGINT, _stop_like_sigterm)
+    previous_sigint = signal.getsignal(signal.SIGINT)
     try:
+        # the server starts inside the try: a Ctrl-C while it comes up (up to 2 min on a loaded
+        # machine) must stop it too, or it outlives the command in its own session
+        if not os.environ.get("PREFECT_API_URL"):
+            server = LocalServer(log_path=settings.out / "prefect-server.log")
+            settings.out.mkdir(parents=True, exist_ok=True)
+            print(f"kbaudit: PREFECT_API_URL is not set; starting a local Prefect server on {server.url} "
+                  f"(log: {server.log_path}); it stops when this command does", flush=True)
+            server.start()
+            os.environ["PREFECT_API_URL"] = server.url
+        signal.signal(signal.SIGINT, _stop_like_sigterm)
         from flows.audit import audit
 
         print(f"kbaudit: serving deployment audit/{DEPLOYMENT} on cron {args.cron!r} "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -45,3 +46,53 @@ def test_scheduled_run_completes_on_a_local_server(demo_copy: Path, tmp_path: Pa
     text = (tmp_path / "serve.log").read_text()
     assert "starting a local Prefect server on http://127.0.0.1:" in text
     assert "local Prefect server stopped" in text
+
+
+def _processes_serving(port: int) -> list[int]:
+    """Pids whose command line is a `prefect server start` on this port."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"server" in argv and b"start" in argv and str(port).encode() in argv:
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_ctrl_c_while_the_local_server_starts_stops_it(demo_copy: Path, tmp_path: Path):
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
+    kbaudit = Path(sys.executable).with_name("kbaudit")
+    log_path = tmp_path / "serve.log"
+    process = subprocess.Popen(
+        [str(kbaudit), "serve", str(demo_copy / "docs"), "--sources", str(demo_copy / "sources"),
+         "--out", str(tmp_path / "store")],
+        stdout=log_path.open("wb"), stderr=subprocess.STDOUT, env=env, cwd=tmp_path, start_new_session=True,
+    )
+    port = None
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (port and _processes_serving(port)):
+            found = re.search(r"starting a local Prefect server on http://127\.0\.0\.1:(\d+)/", log_path.read_text())
+            port = int(found.group(1)) if found else None
+            assert process.poll() is None, log_path.read_text()
+            time.sleep(0.2)
+        assert port and _processes_serving(port), "the local server never started:\n" + log_path.read_text()
+        assert "serving deployment" not in log_path.read_text()  # still starting: the case under test
+        os.killpg(process.pid, signal.SIGINT)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        leftover = _processes_serving(port) if port else []
+        for pid in leftover:
+            os.killpg(pid, signal.SIGKILL)  # the server leads its own session
+    assert not leftover, "the local Prefect server outlived `kbaudit serve`:\n" + log_path.read_text()
+    text = log_path.read_text()
+    assert "local Prefect server stopped" in text
+    assert "interrupted" in text
