@@ -255,3 +255,14 @@ def test_agreeing_numbers_do_not_support_a_claim_that_denies_them():
     sentence = "The series was renewed for a second season of 20 episodes, which premiered in January."
     assert judge_numbers("The second season of the series did not have 20 episodes.", sentence) is None
     assert judge_numbers("The second season of the series had 20 episodes.", sentence).relation == "supports"
+
+
+def test_averaged_over_a_count_of_critics_is_that_count_not_a_lower_bound():
+    (raters, score) = extract("Averaged over 7 critics , the film holds a score of 54 .").quantities
+    assert (raters.op, raters.lo, raters.hi) == ("=", 6.5, 7.5)
+    verdict = judge_rules("Averaged over 7 critics , the film holds a score of 54 .",
+                          "Averaged over 10 critics , the film holds a score of 54 .")  # fmt: skip
+    assert verdict.relation == "refutes" and "7" in verdict.rationale and "10" in verdict.rationale
+    # an average of some other count keeps "over" as "more than"
+    (viewers,) = extract("The show averaged over 11 million viewers .").quantities
+    assert viewers.op == ">" and viewers.lo == 11e6

@@ -158,6 +158,8 @@ _APPROX = ("about", "approximately", "around", "roughly", "nearly", "almost", "s
            "close to", "an estimated", "estimated", "over the", "c.")  # fmt: skip
 _AFTER_GE = ("or more", "or later", "or newer", "or higher", "or above", "or greater", "and up", "and higher",
              "and above", "and later", "and newer", "or over")  # fmt: skip
+# "Averaged over 7 critics": the count of raters a score is averaged across, not "more than 7"
+_RATERS = frozenset(("critics", "reviewers", "reviews", "ratings", "votes", "users", "judges", "respondents"))
 _AFTER_LE = ("or less", "or fewer", "or earlier", "or older", "or lower", "or below", "and below")
 
 SOFTWARE_HINTS = frozenset(
@@ -484,9 +486,9 @@ def _comparator(tokens, i, j) -> tuple[str, int, int, str]:
     s, e = i, j
     for opts, o in ((_GE, ">="), (_LE, "<="), (_GT, ">"), (_LT, "<"), (_APPROX, "~")):
         hit = _ends_with_any(before, opts)
+        if hit == "over" and before.endswith("averaged over") and j < len(tokens) and tokens[j].lower() in _RATERS:
+            break
         if hit:
-            if hit in ("after", "before", "prior to", "some", "over the", "estimated") and o != "~":
-                pass
             op = o
             s = i - len(hit.split())
             break
