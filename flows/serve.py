@@ -71,10 +71,12 @@ def cmd_serve(args) -> int:
     settings.sources = [s.resolve() for s in settings.sources_roots]
     settings.out = settings.out.resolve()
     server = None
-    previous_sigint = signal.getsignal(signal.SIGINT)
+    # Until Prefect's runner takes SIGTERM over, SIGTERM (a process manager's stop) interrupts
+    # like Ctrl-C, so that the finally below stops the local server: it runs in its own session
+    # and would otherwise outlive the command (its start takes up to 2 min on a loaded machine).
+    previous_sigterm = signal.signal(signal.SIGTERM, _interrupt)
+    previous_sigint = signal.signal(signal.SIGINT, _stop_like_sigterm)
     try:
-        # the server starts inside the try: a Ctrl-C while it comes up (up to 2 min on a loaded
-        # machine) must stop it too, or it outlives the command in its own session
         if not os.environ.get("PREFECT_API_URL"):
             server = LocalServer(log_path=settings.out / "prefect-server.log")
             settings.out.mkdir(parents=True, exist_ok=True)
@@ -82,7 +84,6 @@ def cmd_serve(args) -> int:
                   f"(log: {server.log_path}); it stops when this command does", flush=True)
             server.start()
             os.environ["PREFECT_API_URL"] = server.url
-        signal.signal(signal.SIGINT, _stop_like_sigterm)
         from flows.audit import audit
 
         print(f"kbaudit: serving deployment audit/{DEPLOYMENT} on cron {args.cron!r} "
@@ -97,10 +98,15 @@ def cmd_serve(args) -> int:
         )
     finally:
         signal.signal(signal.SIGINT, previous_sigint)
+        signal.signal(signal.SIGTERM, previous_sigterm)
         if server is not None:
             server.stop()
             print("kbaudit: local Prefect server stopped", flush=True)
     return 0
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _stop_like_sigterm(signum, frame) -> None:
@@ -110,9 +116,11 @@ def _stop_like_sigterm(signum, frame) -> None:
     that waited 180 s for it)."""
     handler = signal.getsignal(signal.SIGTERM)
     if callable(handler):
-        handler(signal.SIGTERM, frame)  # the runner's graceful shutdown (a second Ctrl-C exits)
+        # the runner's graceful shutdown (a second Ctrl-C exits), or before the runner
+        # starts, _interrupt
+        handler(signal.SIGTERM, frame)
     else:
-        raise KeyboardInterrupt  # the runner has not started yet
+        raise KeyboardInterrupt
 
 
 def register(sub) -> None:

@@ -63,7 +63,8 @@ def _processes_serving(port: int) -> list[int]:
     return pids
 
 
-def test_ctrl_c_while_the_local_server_starts_stops_it(demo_copy: Path, tmp_path: Path):
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_stopping_serve_while_the_local_server_starts_stops_it(demo_copy: Path, tmp_path: Path, stop_signal):
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
     kbaudit = Path(sys.executable).with_name("kbaudit")
@@ -83,7 +84,7 @@ def test_ctrl_c_while_the_local_server_starts_stops_it(demo_copy: Path, tmp_path
             time.sleep(0.2)
         assert port and _processes_serving(port), "the local server never started:\n" + log_path.read_text()
         assert "serving deployment" not in log_path.read_text()  # still starting: the case under test
-        os.killpg(process.pid, signal.SIGINT)
+        os.killpg(process.pid, stop_signal)
         process.wait(timeout=60)
     finally:
         if process.poll() is None:
