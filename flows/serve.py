@@ -114,13 +114,9 @@ def _stop_like_sigterm(signum, frame) -> None:
     Left to asyncio's own SIGINT handling, Prefect's serve loop could swallow the cancellation
     and keep polling: `kbaudit serve` then never exited (seen on this machine, and in a test
     that waited 180 s for it)."""
-    handler = signal.getsignal(signal.SIGTERM)
-    if callable(handler):
-        # the runner's graceful shutdown (a second Ctrl-C exits), or before the runner
-        # starts, _interrupt
-        handler(signal.SIGTERM, frame)
-    else:
-        raise KeyboardInterrupt
+    # the runner's graceful shutdown (a second Ctrl-C exits), or before the runner has started,
+    # the _interrupt that cmd_serve installed: a SIGTERM handler is always there to call
+    signal.getsignal(signal.SIGTERM)(signal.SIGTERM, frame)
 
 
 def register(sub) -> None:

@@ -15,18 +15,24 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def test_scheduled_run_completes_on_a_local_server(demo_copy: Path, tmp_path: Path):
-    out = tmp_path / "store"
+def _start_serve(demo_copy: Path, tmp_path: Path, *extra: str) -> subprocess.Popen:
+    """`kbaudit serve` on the demo into tmp_path/store, with no PREFECT_API_URL (so it starts its
+    own local server), in its own session, logging to tmp_path/serve.log."""
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
     env["KBAUDIT_TODAY"] = "2026-06-01"
     kbaudit = Path(sys.executable).with_name("kbaudit")
-    log = (tmp_path / "serve.log").open("wb")
-    process = subprocess.Popen(
-        [str(kbaudit), "serve", str(demo_copy / "docs"), "--sources", str(demo_copy / "sources"),
-         "--out", str(out), "--cron", "* * * * *"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, start_new_session=True,
-    )
+    with (tmp_path / "serve.log").open("wb") as log:
+        return subprocess.Popen(
+            [str(kbaudit), "serve", str(demo_copy / "docs"), "--sources", str(demo_copy / "sources"),
+             "--out", str(tmp_path / "store"), *extra],
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, start_new_session=True,
+        )  # fmt: skip
+
+
+def test_scheduled_run_completes_on_a_local_server(demo_copy: Path, tmp_path: Path):
+    out = tmp_path / "store"
+    process = _start_serve(demo_copy, tmp_path, "--cron", "* * * * *")
     try:
         deadline = time.monotonic() + 420
         while time.monotonic() < deadline and not list((out / "runs").glob("run_id=*")):
@@ -65,15 +71,8 @@ def _processes_serving(port: int) -> list[int]:
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_stopping_serve_while_the_local_server_starts_stops_it(demo_copy: Path, tmp_path: Path, stop_signal):
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
-    kbaudit = Path(sys.executable).with_name("kbaudit")
     log_path = tmp_path / "serve.log"
-    process = subprocess.Popen(
-        [str(kbaudit), "serve", str(demo_copy / "docs"), "--sources", str(demo_copy / "sources"),
-         "--out", str(tmp_path / "store")],
-        stdout=log_path.open("wb"), stderr=subprocess.STDOUT, env=env, cwd=tmp_path, start_new_session=True,
-    )
+    process = _start_serve(demo_copy, tmp_path)
     port = None
     try:
         deadline = time.monotonic() + 120

@@ -158,9 +158,9 @@ _APPROX = ("about", "approximately", "around", "roughly", "nearly", "almost", "s
            "close to", "an estimated", "estimated", "over the", "c.")  # fmt: skip
 _AFTER_GE = ("or more", "or later", "or newer", "or higher", "or above", "or greater", "and up", "and higher",
              "and above", "and later", "and newer", "or over")  # fmt: skip
+_AFTER_LE = ("or less", "or fewer", "or earlier", "or older", "or lower", "or below", "and below")
 # "Averaged over 7 critics": the count of raters a score is averaged across, not "more than 7"
 _RATERS = frozenset(("critics", "reviewers", "reviews", "ratings", "votes", "users", "judges", "respondents"))
-_AFTER_LE = ("or less", "or fewer", "or earlier", "or older", "or lower", "or below", "and below")
 
 SOFTWARE_HINTS = frozenset(
     """python node node.js nodejs go golang java jdk kubernetes k8s helm docker traefik ruby rust
