@@ -14,12 +14,12 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 # Large batches are passed quoted: Prefect would otherwise walk every record looking for futures.
 from prefect.utilities.annotations import quote
 
-from kb import remote as kb_remote
+from kb.store import remote as kb_remote
 from kb.config import ConfigError, Settings
 from kb.log import logger
-from kb.lessons import load_lessons
-from kb.pipeline import AuditResult, Caches, merge_counts, runs_row, verify_stage
-from kb.review import rejected_proposals, writable_root
+from kb.escalate.lessons import load_lessons
+from kb.chain import AuditResult, Caches, merge_counts, runs_row, verify_stage
+from kb.correct.review import rejected_proposals, writable_root
 from kb.store import Store, new_run_id
 from tasks.stages import (
     apply_task,
@@ -95,7 +95,7 @@ def _verify(claims, evidence, settings: Settings, caches: Caches, tag: str = "")
 
 
 def _fan_out_verify(runner, claims, evidence, settings: Settings, caches: Caches, tag: str) -> list:
-    """`kb.pipeline.verify_stage` with its batches verified on the cluster: the verdict cache is read
+    """`kb.chain.verify_stage` with its batches verified on the cluster: the verdict cache is read
     and written here (so workers need no shared filesystem), and the claims it does not answer go out
     in waves of about two chunks per worker (at most 512 claims a chunk), each chunk a
     `verify-chunk` task; each wave's verdicts are cached as soon as it is done (resume).
@@ -164,7 +164,7 @@ def _api_for_workers(settings: Settings, tag: str):
 def audit_body(settings: Settings, store: Store, run_id: str, shard: tuple[int, int] = (0, 1)) -> dict:
     """Every stage for the documents of one shard, staged under the run (not yet visible).
 
-    Returns the shard's counts (kb.pipeline.run_counts). The caller holds the store lock.
+    Returns the shard's counts (kb.chain.run_counts). The caller holds the store lock.
     """
     shard_index, shard_count = shard
     part = f"part-{shard_index}"
@@ -232,7 +232,7 @@ def _commit(store: Store, settings: Settings, run_id: str, counts: dict, started
 
 @contextlib.contextmanager
 def _locked_run(settings: Settings):
-    """The store opened for writing for the whole run (kb.remote.writing: the lock, and for a URL
+    """The store opened for writing for the whole run (kb.store.remote.writing: the lock, and for a URL
     store the writer lease and the mirror pulled), with a clean staging area."""
     with kb_remote.writing(Store(settings.out), kb_remote.for_settings(settings)) as store:
         removed = store.clear_stale_staging()

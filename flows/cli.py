@@ -82,7 +82,7 @@ def cmd_bench(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from kb.verify import train
+    from kb.training import train
 
     metrics = train.run(args)
     print_json(metrics)
@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = sub.add_parser("train-verifier", help="train the offline verifier model")
     try:
-        importlib.import_module("kb.verify.train").add_arguments(train)
+        importlib.import_module("kb.training.train").add_arguments(train)
     except ImportError:
         pass
     train.set_defaults(func=cmd_train)

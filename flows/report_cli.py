@@ -12,7 +12,7 @@ OUT_HELP = "store folder, or store URL such as s3://bucket/prefix (default ./kba
 
 def _root(out: str) -> Path:
     """The store folder to read: --out itself, or for a store URL its local mirror, pulled first."""
-    from kb.remote import open_for_reading
+    from kb.store.remote import open_for_reading
 
     return open_for_reading(out)
 
@@ -150,7 +150,7 @@ def format_verify(data: dict) -> str:
 
 def cmd_check_receipts(args) -> int:
     """Re-verify a run's stored evidence against its signed retrieval receipts."""
-    from kb.receipts import verify_stored_evidence
+    from kb.evidence.receipts import verify_stored_evidence
     from kb.store import Store
 
     store = Store(_root(args.out))

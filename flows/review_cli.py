@@ -1,4 +1,4 @@
-"""`kbaudit review list|show|approve|reject|import|apply`: the human review queue (kb.review)."""
+"""`kbaudit review list|show|approve|reject|import|apply`: the human review queue (kb.correct.review)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ LIST_COLUMNS = ["edit_id", "risk", "state", "doc_id", "old_text", "new_text", "o
 
 def _store(args):
     """The store to read (no lock): --out, or for a store URL its mirror, pulled."""
-    from kb.remote import open_for_reading
+    from kb.store.remote import open_for_reading
     from kb.store import Store
 
     store = Store(open_for_reading(args.out))
@@ -26,9 +26,9 @@ def _store(args):
 
 @contextmanager
 def _writing(args):
-    """The store opened for a command that records decisions or edits (kb.remote.writing); for a
+    """The store opened for a command that records decisions or edits (kb.store.remote.writing); for a
     store URL, what the command appended is pushed afterwards."""
-    from kb.remote import resolve_out, writing
+    from kb.store.remote import resolve_out, writing
     from kb.store import Store
 
     root, remote = resolve_out(args.out)
@@ -43,7 +43,7 @@ def _writing(args):
 
 
 def cmd_list(args) -> int:
-    from kb import review
+    from kb.correct import review
 
     frame = review.queue(_store(args), risk=args.risk, doc=args.doc)
     if args.json:
@@ -57,7 +57,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from kb import review
+    from kb.correct import review
 
     row = review.show(_store(args), args.edit)
     if args.json:
@@ -75,7 +75,7 @@ def cmd_show(args) -> int:
 
 
 def _decide(args, decision: str) -> int:
-    from kb import review
+    from kb.correct import review
 
     with _writing(args) as store:
         rows = review.decide(store, args.edits, decision, reviewer=args.reviewer, note=args.note or "")
@@ -93,7 +93,7 @@ def cmd_reject(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from kb import review
+    from kb.correct import review
 
     with _writing(args) as store:
         rows = review.import_decisions(store, args.file, reviewer=args.reviewer)
@@ -103,7 +103,7 @@ def cmd_import(args) -> int:
 
 
 def cmd_apply(args) -> int:
-    from kb import review
+    from kb.correct import review
 
     if args.dry_run:
         outcomes = review.apply_edits(_store(args), args.docs, dry_run=True, actor=args.reviewer)

@@ -54,7 +54,7 @@ class Settings:
         # `out` given as a URL: remember it in `out_url` and work in the local mirror folder, so
         # that `out` is always a folder (file:// URLs are plain folders).
         if isinstance(self.out, str) and "://" in self.out:
-            from kb import remote
+            from kb.store import remote
 
             local = remote.local_path(self.out)
             if local is None:
@@ -152,12 +152,12 @@ def _coerce(name: str, value):
         return None
     try:
         if name == "out" and "://" in str(value):
-            from kb import remote  # a store URL: checked here, split into out_url + mirror by Settings
+            from kb.store import remote  # a store URL: checked here, split into out_url + mirror by Settings
 
             local = remote.local_path(str(value))
             return local if local is not None else remote.check_url(str(value))
         if name == "out_url":
-            from kb import remote
+            from kb.store import remote
 
             return remote.check_url(str(value))
         if name == "lease_hours":

@@ -1,7 +1,7 @@
 """Typed records that cross stage boundaries.
 
 Every stage of the pipeline takes and returns these (or lists of them); the store turns
-lists of them into Arrow tables using ``kb.schema``. Keeping them in one module means a
+lists of them into Arrow tables using ``kb.store.schema``. Keeping them in one module means a
 newcomer can read the whole data model in one place.
 """
 

@@ -1,4 +1,4 @@
-"""Thin Prefect tasks over the core stages in `kb.pipeline`. Each works on a batch."""
+"""Thin Prefect tasks over the core stages in `kb.chain`. Each works on a batch."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from kb import pipeline
+from kb import chain as pipeline
 from kb.config import Settings
 from kb.records import Claim, Document, Evidence, Verdict
 
@@ -92,7 +92,7 @@ def correct_task(documents: list[Document], claims: list[Claim], verdicts: list[
 
 @task(name="apply-edits", cache_policy=NO_CACHE)
 def apply_task(store, docs_root: Path):
-    from kb.review import apply_edits
+    from kb.correct.review import apply_edits
 
     return apply_edits(store, docs_root, actor="kbaudit run --apply")
 

@@ -1,8 +1,8 @@
 from datetime import date
 from pathlib import Path
 
-from kb import cache as cache_module
-from kb.cache import ResultCache, dumps, key_of, loads
+from kb.store import cache as cache_module
+from kb.store.cache import ResultCache, dumps, key_of, loads
 from kb.records import Claim, Evidence, Verdict
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kb.bench.claims import evaluate, load_expected, predict, throughput
-from kb.claims import ClaimSettings, split_claims, split_sentences
-from kb.parse import parse_document
+from kb.claims.split import ClaimSettings, split_claims, split_sentences
+from kb.ingest.parse import parse_document
 
 FIXTURE = Path(__file__).parent / "fixtures" / "claims"
 
@@ -209,7 +209,7 @@ def test_pathological_input_is_linear(text):
 
 
 def test_claim_limit_is_an_error_not_a_silent_truncation():
-    from kb.claims import ClaimLimitError
+    from kb.claims.split import ClaimLimitError
 
     with pytest.raises(ClaimLimitError, match="more than 10 claims"):
         claims_of("The API is fast. " * 20, settings=ClaimSettings(max_claims_per_doc=10))

@@ -1,4 +1,4 @@
-"""Corrections (kb.correct) and versions (kb.versions) on the real demo documents.
+"""Corrections (kb.correct.draft) and versions (kb.correct.versions) on the real demo documents.
 
 The verifier here is a stand-in with the contract of `kb.verify.Verifier` (supported when the
 claim text is an evidence sentence), so these tests pin down the correction logic alone; the
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from kb.claims import split_claims
+from kb.claims.split import split_claims
 from kb.config import DEMO_ROOT
-from kb.correct import CorrectionSettings, aligned_slot, change_size, draft_edits, edit_risk, replace_slot
-from kb.ingest import ingest
+from kb.correct.draft import CorrectionSettings, aligned_slot, change_size, draft_edits, edit_risk, replace_slot
+from kb.ingest.walk import ingest
 from kb.records import Claim, Document, Evidence, Verdict, content_hash
-from kb.versions import run_tables, splice
+from kb.correct.versions import run_tables, splice
 
 TODAY = date(2026, 6, 1)
 

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from kb.ingest import ingest
+from kb.ingest.walk import ingest
 
 
 def _write(root: Path, rel: str, data: bytes | str) -> None:

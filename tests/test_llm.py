@@ -1,6 +1,6 @@
 """The deep verifier against a real Chat Completions server on 127.0.0.1 with scripted answers.
 
-Claims go through the real rules verifier first (depth D0 verdicts), then ``kb.route.escalate``
+Claims go through the real rules verifier first (depth D0 verdicts), then ``kb.escalate.route.escalate``
 at D3 sends the low-confidence ones to the loopback server.
 """
 
@@ -18,10 +18,10 @@ import pytest
 
 from kb.config import Settings
 from kb.records import Claim, Evidence, Verdict
-from kb.route import DeepVerdict, RouteSettings, escalate
+from kb.escalate.route import DeepVerdict, RouteSettings, escalate
 from kb.verify import Verifier, VerifierSettings
-from kb.verify.cove import CoveSettings
-from kb.verify.llm import LLMClient, LLMError
+from kb.escalate.cove import CoveSettings
+from kb.escalate.llm import LLMClient, LLMError
 
 TODAY = date(2026, 6, 1)
 KEY = "sk-test-0123456789abcdef"
@@ -243,7 +243,7 @@ def test_discrepancy_with_rewrite_feeds_corrections_and_lessons(serve):
     r = _one(s, claim=claim, verdict=_weak("c1", "supported", 0.6))
     (v,) = r.verdicts
     assert v.label == "contradicted" and v.verified_with_discrepancy
-    assert getattr(v, "corrected_text") == "Team plan backups are kept for 30 days."  # what kb.correct reads
+    assert getattr(v, "corrected_text") == "Team plan backups are kept for 30 days."  # what kb.correct.draft reads
     assert "14 days" in v.rationale and v.action == "correct from the deep verifier's rewrite"
     assert r.discrepancies == 1 and len(r.lessons) == 1
     lesson = r.lessons[0]

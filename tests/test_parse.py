@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from kb.parse import OffsetMap, ParseError, parse_document, read_front_matter
+from kb.ingest.parse import OffsetMap, ParseError, parse_document, read_front_matter
 
 
 def parse(text: str, name: str = "doc.md"):

@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from kb.receipts import KEY_ENV, KEY_FILE, canonical_rows, sign_batch, verify_receipt
+from kb.evidence.receipts import KEY_ENV, KEY_FILE, canonical_rows, sign_batch, verify_receipt
 from kb.records import Evidence
 
 

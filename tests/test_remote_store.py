@@ -14,7 +14,7 @@ import fsspec
 import pytest
 
 from kb.config import DEMO_ROOT, ConfigError, Settings, load_settings
-from kb.remote import RemoteError, RemoteLocked, RemoteStore
+from kb.store.remote import RemoteError, RemoteLocked, RemoteStore
 from tests.conftest import DEMO_TODAY
 
 # A few demo pages: every stage runs, and a run takes seconds.

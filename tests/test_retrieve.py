@@ -7,10 +7,10 @@ from datetime import date
 import numpy as np
 import pytest
 
-from kb.embed import Embedder
+from kb.evidence.embed import Embedder
 from kb.records import Claim
-from kb.retrieve import Retriever, build_passages, windows
-from kb.sources import load_sources
+from kb.evidence.retrieve import Retriever, build_passages, windows
+from kb.evidence.sources import load_sources
 
 TODAY = date(2025, 1, 15)
 

@@ -23,12 +23,12 @@ import pandas as pd
 import pytest
 
 from flows.cli import main as cli
-from kb import review
+from kb.correct import review
 from kb.config import ConfigError
-from kb.correct import draft_edits
+from kb.correct.draft import draft_edits
 from kb.records import content_hash
 from kb.store import Store, new_run_id
-from kb.versions import run_tables
+from kb.correct.versions import run_tables
 from tests.test_correct import TODAY, EchoVerifier, demo_audit, expected_corrections
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,7 +186,7 @@ def test_apply_refuses_the_bundled_demo_and_bad_decision_files(kb_store, tmp_pat
 CRASHING_APPLY = textwrap.dedent(
     """
     import os, signal, sys
-    import kb.review as review
+    import kb.correct.review as review
     from kb.store import Store
 
     original, count = review.write_atomic, [0]

@@ -8,12 +8,12 @@ from datetime import date
 import pytest
 
 from kb.config import ConfigError, Settings
-from kb.lessons import lesson_row, load_lessons, matches
+from kb.escalate.lessons import lesson_row, load_lessons, matches
 from kb.records import Claim, Evidence, Verdict
-from kb.route import NO_ENDPOINT_ACTION, DeepVerdict, RouteSettings, escalate
+from kb.escalate.route import NO_ENDPOINT_ACTION, DeepVerdict, RouteSettings, escalate
 from kb.store import Store
-from kb.verify.cove import CoveSettings, find_quote, ground, items, parse_reply, parse_status, split_blocks
-from kb.verify.llm import ChatReply, Cost
+from kb.escalate.cove import CoveSettings, find_quote, ground, items, parse_reply, parse_status, split_blocks
+from kb.escalate.llm import ChatReply, Cost
 
 TODAY = date(2026, 6, 1)
 PASSAGE = "The API allows 600 requests per minute per token. Tokens expire after 90 days."
@@ -216,9 +216,9 @@ def test_quotes_must_match_the_passages_with_the_same_numbers():
 
 
 def test_deep_rewrite_reaches_the_correction_step():
-    """kb.correct drafts from DeepVerdict.corrected_text when there is no slot to swap."""
-    from kb.correct import draft_edits
-    from kb.parse import parse_document
+    """kb.correct.draft drafts from DeepVerdict.corrected_text when there is no slot to swap."""
+    from kb.correct.draft import draft_edits
+    from kb.ingest.parse import parse_document
     from kb.verify import Verifier, VerifierSettings
 
     text = "# Backups\n\nTeam plan backups are retained for a fortnight.\n"

@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from kb.sources import load_sources, parse_date
+from kb.evidence.sources import load_sources, parse_date
 
 TODAY = date(2025, 1, 15)
 

@@ -175,8 +175,8 @@ Archived projects are read-only.
 
 
 def _reference_claims():
-    from kb.claims import split_claims
-    from kb.parse import parse_document
+    from kb.claims.split import split_claims
+    from kb.ingest.parse import parse_document
 
     doc = parse_document(REFERENCE_PAGE.encode(), "entrypoints.md", "/kb/entrypoints.md")
     return {c.text: c for c in split_claims(doc) if c.checkworthy}

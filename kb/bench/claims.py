@@ -21,8 +21,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from kb.claims import split_claims, split_sentences
-from kb.parse import parse_document
+from kb.claims.split import split_claims, split_sentences
+from kb.ingest.parse import parse_document
 
 FIXTURE_DIR = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "claims"
 

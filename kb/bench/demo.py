@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, float]:
-    from kb.pipeline import audit_in_memory
+    from kb.chain import audit_in_memory
 
     settings = Settings(depth=getattr(args, "depth", "D1")).validate()
     result = audit_in_memory(settings)

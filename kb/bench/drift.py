@@ -3,7 +3,7 @@
 ``kbaudit bench drift --data ../shared/data/docsdrift [--depth D1] [--json OUT]``
 
 For each project folder under ``--data`` (``traefik``, ``black``...), the whole pipeline
-(:func:`kb.pipeline.audit_in_memory`) audits ``kb/`` against ``sources/`` (the new release) and
+(:func:`kb.chain.audit_in_memory`) audits ``kb/`` against ``sources/`` (the new release) and
 ``sources_old/`` (the old release, older dates). Only then is ``gold.jsonl`` read, to score:
 each gold sentence is matched to the claims split from it (same page, overlapping line, best
 text similarity), and
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _newest_source_date(folder: Path) -> date | None:
-    from kb.parse import read_front_matter
+    from kb.ingest.parse import read_front_matter
 
     best = None
     for p in folder.glob("*.md"):
@@ -70,7 +70,7 @@ def _newest_source_date(folder: Path) -> date | None:
 def audit_project(project: Path, depth: str, today: date | None, cache_dir: Path | None):
     """Run the pipeline on one project. Reads only kb/, sources/ and sources_old/."""
     from kb.config import Settings
-    from kb.pipeline import audit_in_memory
+    from kb.chain import audit_in_memory
 
     sources = [project / "sources", project / "sources_old"]
     settings = Settings(docs=project / "kb", sources=[s for s in sources if s.exists()], depth=depth,

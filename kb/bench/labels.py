@@ -6,7 +6,7 @@ Three systems are measured in one run on the same inputs:
 
 - the full verifier (rules + the shipped model, ``Verifier(VerifierSettings())``): no prefix;
 - rules only (depth D0): prefix ``rules_``;
-- the lexical-overlap baseline (:mod:`kb.verify.lexical`): prefix ``lexical_``.
+- the lexical-overlap baseline (:mod:`kb.bench.lexical`): prefix ``lexical_``.
 
 The full and rules-only systems label through ``Verifier.label`` (the revision contrast between
 dated versions, then the policy, as a run does); the lexical baseline through the same policy
@@ -58,7 +58,7 @@ import numpy as np
 
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify import Verifier, VerifierSettings
-from kb.verify.lexical import judge_lexical
+from kb.bench.lexical import judge_lexical
 from kb.verify.policy import decide
 
 log = logging.getLogger("kbaudit.bench.labels")
@@ -177,7 +177,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
 
 def reportable(path: str | Path, rows: list[dict]) -> tuple[list[dict], str]:
     """Only the validation part of a file the verifier was trained on; all of any other file."""
-    from kb.verify import splits
+    from kb.training import splits
 
     dataset = splits.trained_on(path)
     if dataset is None:
@@ -361,9 +361,9 @@ def scifact_gold(row: dict) -> str:
 
 
 def bench_scifact(systems, rows, corpus_path, cache_dir, limit_corpus=None) -> dict[str, float]:
-    from kb.embed import Embedder
-    from kb.retrieve import Retriever
-    from kb.sources import load_sources
+    from kb.evidence.embed import Embedder
+    from kb.evidence.retrieve import Retriever
+    from kb.evidence.sources import load_sources
 
     sources, _ = load_sources(corpus_path)
     claims = [_claim(f"sf{r['id']}", r["claim"]) for r in rows]

@@ -30,10 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from kb.embed import Embedder
+from kb.evidence.embed import Embedder
 from kb.records import Claim
-from kb.retrieve import Retriever, build_passages
-from kb.sources import load_sources
+from kb.evidence.retrieve import Retriever, build_passages
+from kb.evidence.sources import load_sources
 
 log = logging.getLogger("kbaudit.bench.retrieval")
 RECALL_AT = (1, 3, 10)

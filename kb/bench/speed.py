@@ -110,7 +110,7 @@ def _peak_rss_mb() -> float:
 def _startup_seconds() -> float:
     """Fixed cost of any run: a new interpreter importing the flow (Prefect, torch, the stages)."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import flows.audit, kb.pipeline, kb.retrieve, kb.verify"], check=True)
+    subprocess.run([sys.executable, "-c", "import flows.audit, kb.chain, kb.evidence.retrieve, kb.verify"], check=True)
     return time.perf_counter() - started
 
 
@@ -118,10 +118,10 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     import datetime as dt
 
     from kb.config import Settings
-    from kb.embed import Embedder
-    from kb.pipeline import audit_in_memory, write_run
-    from kb.retrieve import Retriever, build_passages
-    from kb.sources import load_sources
+    from kb.evidence.embed import Embedder
+    from kb.chain import audit_in_memory, write_run
+    from kb.evidence.retrieve import Retriever, build_passages
+    from kb.evidence.sources import load_sources
     from kb.store import Store, new_run_id
 
     corpus = Path(args.corpus)

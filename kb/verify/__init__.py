@@ -27,7 +27,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import date
 
-from kb.claims import MAX_SETTING_WORDS, SETTING_NOTE, setting_option
+from kb.claims.split import MAX_SETTING_WORDS, SETTING_NOTE, setting_option
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status
 from kb.verify.revision import apply_contrast

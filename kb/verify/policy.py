@@ -26,7 +26,7 @@ import re
 from collections import defaultdict
 from datetime import date
 
-from kb.claims import SETTING_NOTE
+from kb.claims.split import SETTING_NOTE
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.slots import canonical, extract, informative_words, similarity, split_sentences, word_tokens
 

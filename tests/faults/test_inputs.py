@@ -66,7 +66,7 @@ def test_empty_documents(hostile_run, record):
 
 
 def test_fifty_megabyte_document(hostile_run, record):
-    from kb.parse import parse_document
+    from kb.ingest.parse import parse_document
 
     root, out, row, _ = hostile_run
     raw = (root / "docs" / "big-log.md").read_bytes()

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from faults.conftest import cli, copy_store, query
-from kb.receipts import verify_stored_evidence
+from kb.evidence.receipts import verify_stored_evidence
 from kb.store import Store
 
 pytestmark = pytest.mark.faults
@@ -76,6 +76,6 @@ def test_evidence_altered_after_the_run_is_flagged(base_store, tmp_path, record)
     problems = verify_stored_evidence(store, first["run_id"])
     assert len(problems) == 1 and "receipt itself was altered or forged" in problems[0], problems
     record("security", "an evidence row altered after the run (one sentence rewritten in the Parquet file); a forged receipt signature",
-           "`kb.receipts.verify_stored_evidence` flags the run's retrieval batch: `the stored evidence rows differ "
+           "`kb.evidence.receipts.verify_stored_evidence` flags the run's retrieval batch: `the stored evidence rows differ "
            "from what was signed`; and the forged receipt: `the receipt itself was altered or forged`; "
            "the untouched store verifies clean")

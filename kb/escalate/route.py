@@ -1,13 +1,13 @@
 """Confidence-gated routing by depth, and escalation to the deep verifier within a budget.
 
 DESIGN.md ("Verifiers and routing"): D0 rules only; D1 + model; D2 + wider retrieval (both in
-``kb.pipeline``); and here, after the cheaper verdicts exist:
+``kb.chain``); and here, after the cheaper verdicts exist:
 
 * **D3** (``strict``): per-claim escalation of low-confidence claims to the deep verifier (CoVe
-  over an OpenAI-compatible endpoint, :mod:`kb.verify.cove`). A claim escalates when it is
+  over an OpenAI-compatible endpoint, :mod:`kb.escalate.cove`). A claim escalates when it is
   check-worthy, has evidence, is not excluded, and its verdict is ``uncertain`` or its calibrated
   confidence is below its threshold: ``max(threshold, by_type[type], by_risk[risk])``, raised to
-  ``lesson_threshold`` when a lesson of an earlier run matches it (:mod:`kb.lessons`).
+  ``lesson_threshold`` when a lesson of an earlier run matches it (:mod:`kb.escalate.lessons`).
 * **D4**: every eligible claim gets the deep verifier as a second, independent verifier; the two
   must agree (supported / contradicted-or-stale / uncertain), else the claim is ``uncertain``
   with a systemic gap and "human review".
@@ -27,7 +27,7 @@ complete offline: each claim that would have escalated keeps its label and gets 
 ("configure a deep verifier ... or review by hand"), and the summary notes say how many.
 
 Accepted deep verdicts are :class:`DeepVerdict` (a ``Verdict`` with extra attributes the store
-ignores and ``kb.correct`` reads: ``corrected_text``); the same metadata is in the rationale and
+ignores and ``kb.correct.draft`` reads: ``corrected_text``); the same metadata is in the rationale and
 in ``EscalationResult.details`` (one row per claim routing touched).
 
 Knobs that ``Settings`` does not carry come from ``RouteSettings`` (``route=``), by default read
@@ -47,11 +47,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
 
-from kb.lessons import lesson_row, matching
+from kb.escalate.lessons import lesson_row, matching
 from kb.log import logger
 from kb.records import Claim, Evidence, Verdict
-from kb.verify.cove import CoveOutcome, CoveSettings, verify_claim
-from kb.verify.llm import Cost, LLMClient, estimate_tokens
+from kb.escalate.cove import CoveOutcome, CoveSettings, verify_claim
+from kb.escalate.llm import Cost, LLMClient, estimate_tokens
 
 DEEP_DEPTHS = ("D3", "D4", "D5")
 NO_ENDPOINT_ACTION = "configure a deep verifier (KBAUDIT_LLM_BASE_URL) or review by hand"
@@ -63,7 +63,7 @@ RISK_ORDER = {"high": 0, "medium": 1, "low": 2}
 class DeepVerdict(Verdict):
     """A verdict the routing step touched. The store keeps the ``Verdict`` columns only."""
 
-    corrected_text: str | None = None  # CoVe FINAL on a discrepancy (kb.correct drafts from it)
+    corrected_text: str | None = None  # CoVe FINAL on a discrepancy (kb.correct.draft drafts from it)
     verified_with_discrepancy: bool = False
     skipped_by_budget: bool = False
     ungrounded: bool = False

@@ -45,7 +45,7 @@ from kb.records import Claim, Evidence, Passage, SourceDoc, content_hash
 
 # Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
 # passages are cut the same way.
-from kb.claims import split_sentences  # noqa: E402
+from kb.claims.split import split_sentences  # noqa: E402
 
 # ---------------------------------------------------------------- tokens (BM25, alignment)
 

@@ -19,9 +19,9 @@ reason says why. A draft that a reviewer rejected before, against the same evide
 Each proposed edit gets a risk (``edit_risk``) from the claim's risk, the document's front matter,
 the size of the change, the evidence's authority, the verifier's confidence and the number of edits
 in the document. Edits at a risk in ``CorrectionSettings.auto_accept`` are accepted automatically
-(status ``auto``: they go into a new document version in the store, see ``kb.versions``); the
+(status ``auto``: they go into a new document version in the store, see ``kb.correct.versions``); the
 others are ``queued`` for a human. KB files change only on ``kbaudit run --apply`` or
-``kbaudit review apply`` (``kb.review.apply_edits``).
+``kbaudit review apply`` (``kb.correct.review.apply_edits``).
 """
 
 from __future__ import annotations
@@ -318,7 +318,7 @@ def draft_edits(
     ``evidence``: the run's evidence (claim id -> ranked evidence), which drafts are re-verified
     against; ``verifier``: an object with ``.verify(claims, evidence, today)`` (default: built from
     ``settings`` the way ``pipeline.verify_stage`` builds it); ``today``: the run's date;
-    ``suppressed``: proposal keys of rejected edits -> the rejection (``kb.review.rejected_proposals``).
+    ``suppressed``: proposal keys of rejected edits -> the rejection (``kb.correct.review.rejected_proposals``).
     Without ``evidence`` nothing can be re-verified, so every draft is dropped with that reason.
     """
     docs = {d.doc_id: d for d in documents}

@@ -1,6 +1,6 @@
 """Lessons: what the deep verifier found wrong, kept so the next run looks harder at similar claims.
 
-When the deep verifier (``kb.route``) accepts a verdict with a discrepancy, it writes one row to
+When the deep verifier (``kb.escalate.route``) accepts a verdict with a discrepancy, it writes one row to
 the ``lessons`` table (a run table: visible once the run completes):
 
 * ``lesson``: one line a reviewer can read ("numeric claims in billing.md > Plans: ...");
@@ -9,7 +9,7 @@ the ``lessons`` table (a run table: visible once the run completes):
 * ``trigger``: what makes another claim *similar*: the claim type and the claim's content words
   (stemmed, sorted), as ``type|word word word``.
 
-The next run reads every lesson (``load_lessons``) and ``kb.route`` gives a claim that
+The next run reads every lesson (``load_lessons``) and ``kb.escalate.route`` gives a claim that
 ``matches`` one a higher escalation threshold and a place at the front of the budget queue.
 Similar means: the same claim type, and either the same document or at least half of the
 trigger's words (and at least two) among the claim's words.

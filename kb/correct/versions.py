@@ -7,7 +7,7 @@ document's verification score before and after (the edited claims counted with t
 re-verification verdicts).
 
 ``run_tables`` gives the rows a run writes (`versions`, `diffs`, `edit_details`);
-``splice`` and ``unified_diff`` are shared with ``kb.review.apply_edits``, which writes the same
+``splice`` and ``unified_diff`` are shared with ``kb.correct.review.apply_edits``, which writes the same
 kind of version to the KB files.
 """
 

@@ -1,6 +1,6 @@
 """VerifyLoop reports: one answer (or one KB document) verified claim by claim, with its trace.
 
-Two producers share the report shape defined here and in ``kb/schemas/verifyloop-report.schema.json``:
+Two producers share the report shape defined here and in ``kb/verifyloop/schemas/verifyloop-report.schema.json``:
 
 - ``VerifyLoop(depth="D3").verify(task=..., answer=..., sources=..., tool_logs=...)`` verifies a
   single agent answer with the same stages as a KB audit (``split_claims`` over the answer parsed
@@ -35,8 +35,8 @@ PROBLEMS = ("contradicted", "stale", "uncertain", "missing_tool_receipt", "tool_
 
 
 def load_schema(name: str = REPORT_SCHEMA_FILE) -> dict:
-    """A JSON Schema shipped with the package (``kb/schemas/<name>``)."""
-    return json.loads(resources.files("kb").joinpath("schemas", name).read_text("utf-8"))
+    """A JSON Schema shipped with the package (``kb/verifyloop/schemas/<name>``)."""
+    return json.loads(resources.files("kb.verifyloop").joinpath("schemas", name).read_text("utf-8"))
 
 
 # ---- tool claims -------------------------------------------------------------------------
@@ -400,12 +400,12 @@ class VerifyLoop:
 
         ``tool_logs``: a path (JSON list or JSON lines) or a list of dicts (see ``load_tool_logs``).
         """
-        from kb.claims import split_claims
-        from kb.correct import draft_edits
-        from kb.parse import parse_document
-        from kb.pipeline import retrieve_stage, status_stage, verify_stage
-        from kb.retrieve import split_sentences
-        from kb.sources import load_sources
+        from kb.claims.split import split_claims
+        from kb.correct.draft import draft_edits
+        from kb.ingest.parse import parse_document
+        from kb.chain import retrieve_stage, status_stage, verify_stage
+        from kb.evidence.retrieve import split_sentences
+        from kb.evidence.sources import load_sources
 
         settings = self._settings()
         entries = tool_logs if isinstance(tool_logs, list) and all(isinstance(t, ToolEntry) for t in tool_logs) else load_tool_logs(tool_logs)

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kb.verify import splits, synth
+from kb.training import splits
+from kb.training import synth
 from kb.verify.model import RELATIONS, WEIGHTS_DIR, new_base_classifier, save_artifact
 
 LABEL_MAP = {

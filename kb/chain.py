@@ -16,15 +16,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb.cache import ResultCache, code_version, key_of
-from kb.claims import split_claims
+from kb.store.cache import ResultCache, code_version, key_of
+from kb.claims.split import split_claims
 from kb.config import Settings
-from kb.correct import draft_edits
-from kb.ingest import ingest
+from kb.correct.draft import draft_edits
+from kb.ingest.walk import ingest
 from kb.log import logger
 from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, SourceDoc, Verdict
 from kb.store import Store
-from kb.versions import run_tables
+from kb.correct.versions import run_tables
 
 # Edit statuses that reach a reviewer or a new version (dropped and suppressed drafts do not).
 PROPOSED = ("auto", "queued", "needs_rewrite")
@@ -44,7 +44,7 @@ class AuditResult:
     receipts: list[dict] = field(default_factory=list)
     doc_status: dict[str, tuple[str, float, dict]] = field(default_factory=dict)
     redo_reasons: dict[str, int] = field(default_factory=dict)
-    escalation: object | None = None  # kb.route.EscalationResult
+    escalation: object | None = None  # kb.escalate.route.EscalationResult
     lessons: list[dict] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -65,18 +65,18 @@ def _tree_version(folder: Path, patterns: tuple[str, ...]) -> str:
 
 @functools.cache
 def splitter_version() -> str:
-    import kb.claims
-    import kb.parse
+    import kb.claims.split
+    import kb.ingest.parse
 
-    return code_version(kb.parse, kb.claims)
+    return code_version(kb.ingest.parse, kb.claims.split)
 
 
 @functools.cache
 def retriever_version() -> str:
-    import kb.embed
-    import kb.retrieve
+    import kb.evidence.embed
+    import kb.evidence.retrieve
 
-    return code_version(kb.retrieve, kb.embed)
+    return code_version(kb.evidence.retrieve, kb.evidence.embed)
 
 
 @functools.cache
@@ -152,7 +152,7 @@ def split_stage(documents: list[Document], caches: Caches | None = None) -> tupl
 
 
 def sources_stage(settings: Settings) -> tuple[list[SourceDoc], list[IngestError]]:
-    from kb.sources import load_sources
+    from kb.evidence.sources import load_sources
 
     sources: list[SourceDoc] = []
     errors: list[IngestError] = []
@@ -165,8 +165,8 @@ def sources_stage(settings: Settings) -> tuple[list[SourceDoc], list[IngestError
 
 
 def make_retriever(sources: list[SourceDoc], settings: Settings, cache_dir: Path | None):
-    from kb.embed import Embedder
-    from kb.retrieve import Retriever
+    from kb.evidence.embed import Embedder
+    from kb.evidence.retrieve import Retriever
 
     retriever = Retriever(Embedder(settings.embed_model_path, cache_dir=cache_dir))
     retriever.index(sources)
@@ -205,7 +205,7 @@ def retrieve_stage(
 
 def sign_evidence(run_id: str, evidence: dict[str, list[Evidence]], key_dir: Path) -> tuple[dict[str, list[Evidence]], dict]:
     """Sign the retrieval batch and stamp each evidence row with the receipt id."""
-    from kb.receipts import canonical_rows, sign_batch
+    from kb.evidence.receipts import canonical_rows, sign_batch
 
     rows = [e for claim_id in sorted(evidence) for e in evidence[claim_id]]
     inputs = json.dumps(sorted(evidence)).encode()
@@ -272,7 +272,7 @@ def escalate_stage(
     claims: list[Claim], evidence: dict[str, list[Evidence]], verdicts: list[Verdict], settings: Settings, lessons: list[dict] | None = None
 ):
     """Depth D3+: send low-confidence or high-risk claims to the deep verifier, within the budget."""
-    from kb.route import escalate
+    from kb.escalate.route import escalate
 
     return escalate([c for c in claims if c.checkworthy], evidence, verdicts, settings, settings.run_date, lessons)
 
@@ -285,7 +285,7 @@ def correct_stage(
     settings: Settings,
     suppressed: dict[str, str] | None = None,
 ) -> list[Edit]:
-    """Draft, re-verify and risk-rate one edit per contradicted or stale claim (kb.correct)."""
+    """Draft, re-verify and risk-rate one edit per contradicted or stale claim (kb.correct.draft)."""
     return draft_edits(documents, claims, verdicts, evidence, settings=settings, today=settings.run_date, suppressed=suppressed)
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from kb.config import ConfigError
 from kb.log import logger
-from kb.schema import APPEND_ONLY, RUN_TABLES
+from kb.store.schema import APPEND_ONLY, RUN_TABLES
 from kb.store import DB_FILE, Store, StoreError, StoreLocked
 
 LEASE = ".lock"

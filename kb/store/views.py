@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kb import views_reports, views_review
-from kb.schema import APPEND_ONLY, RUN_TABLES
+from kb.store import views_reports
+from kb.store import views_review
+from kb.store.schema import APPEND_ONLY, RUN_TABLES
 
 CURRENT_STATE = ("claims", "documents")
 

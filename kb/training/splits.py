@@ -25,7 +25,7 @@ from pathlib import Path
 SPLIT_VERSION = "kbaudit-split-v1"
 VALIDATION_PERCENT = 15
 DATASETS = ("vitaminc", "fever", "scifact_train")
-MANIFEST = Path(__file__).resolve().parent / "weights" / "manifest.json"
+MANIFEST = Path(__file__).resolve().parents[1] / "verify" / "weights" / "manifest.json"
 
 SPLIT_RULE = (
     f"validation iff int(sha256('{SPLIT_VERSION}|<dataset>|<key>')[:8], 16) % 100 < "

@@ -173,7 +173,7 @@ def verify_stored_evidence(store, run_id: str | None = None) -> list[str]:
     problem (an altered, added or removed evidence row, a forged or altered receipt, evidence
     under no receipt); an empty list means every stored batch is exactly what was signed.
     """
-    from kb.pipeline import shard_of
+    from kb.chain import shard_of
 
     run_id = run_id or (store.run_ids() or [None])[-1]
     if run_id is None:

@@ -32,8 +32,8 @@ import pyarrow.parquet as pq
 
 from kb.config import ConfigError
 from kb.log import logger
-from kb.schema import APPEND_ONLY, RUN_TABLES, SCHEMAS
-from kb.views import view_sql
+from kb.store.schema import APPEND_ONLY, RUN_TABLES, SCHEMAS
+from kb.store.views import view_sql
 
 DB_FILE = "kbaudit.duckdb"
 WRITE_CHUNK = 20_000  # rows per Parquet row group when staging a table

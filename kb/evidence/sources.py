@@ -30,8 +30,8 @@ from dataclasses import replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from kb.ingest import list_documents
-from kb.parse import ParseError, parse_document
+from kb.ingest.walk import list_documents
+from kb.ingest.parse import ParseError, parse_document
 from kb.records import Block, IngestError, SourceDoc, content_hash
 
 DATE_KEYS = ("published_at", "updated_at", "updated", "date")

@@ -13,7 +13,7 @@ from typing import Callable
 import pathspec
 
 from kb.log import logger
-from kb.parse import ParseError, parse_document
+from kb.ingest.parse import ParseError, parse_document
 from kb.records import Document, IngestError
 
 DOC_SUFFIXES = {".md", ".markdown", ".mdx", ".txt", ".text", ".html", ".htm", ".rst"}

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz
 
 from kb.records import Claim, Evidence
-from kb.verify.llm import Cost, LLMClient, LLMError
+from kb.escalate.llm import Cost, LLMClient, LLMError
 
 STATUSES = ("verified-clean", "verified-with-corrections", "unverifiable")
 BLOCKS = ("status", "questions", "answers", "discrepancies", "final")

@@ -139,7 +139,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("signature", _STR),
         ]
     ),
-    # ---- corrections, versions, review (kb.correct, kb.versions, kb.review) ----
+    # ---- corrections, versions, review (kb.correct.draft, kb.correct.versions, kb.correct.review) ----
     # What the correction step knows about each edit: how it was drafted, its re-verification,
     # the evidence it rests on and the risk factors (one row per `edits` row of the run).
     "edit_details": pa.schema(
@@ -224,7 +224,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("applied_at", pa.timestamp("us", tz="UTC")),
         ]
     ),
-    # What the deep verifier found wrong (kb.lessons): read by the next run to look harder at
+    # What the deep verifier found wrong (kb.escalate.lessons): read by the next run to look harder at
     # similar claims. Written by the run that found the discrepancy.
     "lessons": pa.schema(
         [
@@ -235,7 +235,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("lesson", _STR),
             ("mistake", _STR),
             ("correction", _STR),
-            ("trigger", _STR),  # "type|stemmed content words" (kb.lessons.matches)
+            ("trigger", _STR),  # "type|stemmed content words" (kb.escalate.lessons.matches)
             ("found_on", pa.date32()),
         ]
     ),

@@ -31,7 +31,7 @@ import pandas as pd
 from kb.config import DEMO_ROOT, ConfigError
 from kb.records import Edit, content_hash
 from kb.store import Store
-from kb.versions import BOM, encode_like, splice, unified_diff
+from kb.correct.versions import BOM, encode_like, splice, unified_diff
 
 DECISIONS = {
     "approve": "approve", "approved": "approve", "accept": "approve", "accepted": "approve", "yes": "approve",

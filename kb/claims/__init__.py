@@ -1,0 +1,1 @@
+"""Split: documents into atomic, self-contained claims with requirements."""

@@ -1,0 +1,1 @@
+"""Correct: draft minimal edits, version documents, the human review queue."""

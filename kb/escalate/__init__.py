@@ -1,0 +1,1 @@
+"""Escalate: depth routing, the deep (CoVe) verifier, its LLM client and the lessons it learns."""

@@ -1,0 +1,1 @@
+"""Evidence: source kinds, embeddings, hybrid retrieval and signed receipts."""

@@ -1,0 +1,1 @@
+"""Training the shipped verifier: data splits, synthetic pairs, the training loop."""
