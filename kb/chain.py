@@ -1,7 +1,7 @@
-"""The audit's stages as plain functions, and the run summary.
+"""The audit's one stage chain (`run_audit`), its stages as plain functions, and the run summary.
 
-`tasks/` wraps each stage as a Prefect task and `flows/audit.py` composes them; the benches
-and notebooks call `audit_in_memory`, which chains the same functions without Prefect.
+`run_audit` is what every audit runs: the Prefect flow (with a runner from `tasks/` that makes
+each stage a task), the benches, `kbaudit verify` and `VerifyLoop` (with `run_here`).
 """
 
 from __future__ import annotations
@@ -11,20 +11,36 @@ import datetime as dt
 import functools
 import hashlib
 import json
+import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
-from kb.store.cache import ResultCache, code_version, key_of
+import kb.claims.split
+import kb.evidence.embed
+import kb.evidence.retrieve
+import kb.ingest.parse
 from kb.claims.split import split_claims
 from kb.config import Settings
 from kb.correct.draft import draft_edits
-from kb.ingest.walk import ingest
+from kb.correct.review import rejected_proposals
+from kb.correct.versions import run_tables
+from kb.escalate.lessons import load_lessons
+from kb.escalate.route import EscalationResult, escalate
+from kb.evidence.embed import Embedder
+from kb.evidence.receipts import canonical_rows, sign_batch
+from kb.evidence.retrieve import Retriever
+from kb.evidence.sources import load_sources
+from kb.ingest.walk import ingest, shard_of
 from kb.log import logger
 from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, SourceDoc, Verdict
 from kb.store import Store
-from kb.correct.versions import run_tables
+from kb.store.cache import ResultCache, code_version, key_of
+from kb.verify import verifier_for
+from kb.verify.policy import document_status
 
 # Edit statuses that reach a reviewer or a new version (dropped and suppressed drafts do not).
 PROPOSED = ("auto", "queued", "needs_rewrite")
@@ -44,9 +60,10 @@ class AuditResult:
     receipts: list[dict] = field(default_factory=list)
     doc_status: dict[str, tuple[str, float, dict]] = field(default_factory=dict)
     redo_reasons: dict[str, int] = field(default_factory=dict)
-    escalation: object | None = None  # kb.escalate.route.EscalationResult
+    escalation: EscalationResult | None = None
     lessons: list[dict] = field(default_factory=list)
     seconds: float = 0.0
+    counts: dict = field(default_factory=dict)  # the staged counts (run_counts), when a store was given
 
     def label_counts(self) -> dict[str, int]:
         counts = Counter(v.label for v in self.verdicts)
@@ -65,17 +82,11 @@ def _tree_version(folder: Path, patterns: tuple[str, ...]) -> str:
 
 @functools.cache
 def splitter_version() -> str:
-    import kb.claims.split
-    import kb.ingest.parse
-
     return code_version(kb.ingest.parse, kb.claims.split)
 
 
 @functools.cache
 def retriever_version() -> str:
-    import kb.evidence.embed
-    import kb.evidence.retrieve
-
     return code_version(kb.evidence.retrieve, kb.evidence.embed)
 
 
@@ -119,11 +130,6 @@ class Caches:
         return [found[k] for k in keys], set(missing)
 
 
-def shard_of(doc_id: str, shard_count: int) -> int:
-    """Documents go to shards by a hash of their id: stable across runs and machines."""
-    return int(hashlib.sha256(doc_id.encode("utf-8")).hexdigest()[:8], 16) % shard_count
-
-
 def ingest_stage(settings: Settings, shard: tuple[int, int] = (0, 1)) -> tuple[list[Document], list[IngestError]]:
     shard_index, shard_count = shard
     select = None if shard_count == 1 else (lambda doc_id: shard_of(doc_id, shard_count) == shard_index)
@@ -152,8 +158,6 @@ def split_stage(documents: list[Document], caches: Caches | None = None) -> tupl
 
 
 def sources_stage(settings: Settings) -> tuple[list[SourceDoc], list[IngestError]]:
-    from kb.evidence.sources import load_sources
-
     sources: list[SourceDoc] = []
     errors: list[IngestError] = []
     for root in settings.sources_roots:
@@ -165,9 +169,6 @@ def sources_stage(settings: Settings) -> tuple[list[SourceDoc], list[IngestError
 
 
 def make_retriever(sources: list[SourceDoc], settings: Settings, cache_dir: Path | None):
-    from kb.evidence.embed import Embedder
-    from kb.evidence.retrieve import Retriever
-
     retriever = Retriever(Embedder(settings.embed_model_path, cache_dir=cache_dir))
     retriever.index(sources)
     return retriever
@@ -205,8 +206,6 @@ def retrieve_stage(
 
 def sign_evidence(run_id: str, evidence: dict[str, list[Evidence]], key_dir: Path) -> tuple[dict[str, list[Evidence]], dict]:
     """Sign the retrieval batch and stamp each evidence row with the receipt id."""
-    from kb.evidence.receipts import canonical_rows, sign_batch
-
     rows = [e for claim_id in sorted(evidence) for e in evidence[claim_id]]
     inputs = json.dumps(sorted(evidence)).encode()
     receipt = sign_batch(run_id, "retriever", inputs=inputs, outputs=canonical_rows(rows), key_dir=key_dir)
@@ -215,6 +214,15 @@ def sign_evidence(run_id: str, evidence: dict[str, list[Evidence]], key_dir: Pat
         for claim_id, items in evidence.items()
     }
     return stamped, receipt
+
+
+def retrieve_and_sign(
+    sources: list[SourceDoc], claims: list[Claim], settings: Settings, caches: Caches, run_id: str, cache_dir: Path | None, key_dir: Path
+) -> tuple[dict[str, list[Evidence]], dict, int]:
+    """The retrieve stage with its receipt: evidence (stamped), the signed receipt, searches reused."""
+    evidence, reused = retrieve_stage(sources, claims, settings, caches, cache_dir)
+    stamped, receipt = sign_evidence(run_id, evidence, key_dir)
+    return stamped, receipt, reused
 
 
 def verdict_key(claim: Claim, evidence: list[Evidence], settings: Settings) -> str:
@@ -236,35 +244,36 @@ def verdict_key(claim: Claim, evidence: list[Evidence], settings: Settings) -> s
     )
 
 
+VerifyBatch = Callable[[list[Claim], dict[str, list[Evidence]]], list[Verdict]]
+
+
 def verify_stage(
     claims: list[Claim],
     evidence: dict[str, list[Evidence]],
     settings: Settings,
     caches: Caches | None = None,
-    verify_batch=None,
+    verify_batch: VerifyBatch | None = None,
     batch_size: int = 512,
 ) -> list[Verdict]:
     """A verdict per check-worthy claim: cached ones reused, the rest verified in batches.
 
-    ``verify_batch(claims) -> verdicts`` (same order) verifies one batch of uncached claims;
+    ``verify_batch(claims, evidence) -> verdicts`` (same order) verifies one batch of uncached claims;
     default: in this process with the run's verifier (the Dask runner passes one that fans the
     batch out over its workers, the cache staying here)."""
     caches = caches or Caches.at(None)
     wanted = [c for c in claims if c.checkworthy]
     verifier = None
 
-    def verify_here(batch: list[Claim]) -> list[Verdict]:
+    def verify_here(batch: list[Claim], evidence: dict[str, list[Evidence]]) -> list[Verdict]:
         nonlocal verifier
         if verifier is None:
-            from kb.verify import verifier_for
-
             verifier = verifier_for(settings.model_path, settings.depth != "D0")
         verdicts = {v.claim_id: v for v in verifier.verify(batch, {c.claim_id: evidence.get(c.claim_id, []) for c in batch}, settings.run_date)}
         return [verdicts[c.claim_id] for c in batch]
 
     verify_batch = verify_batch or verify_here
     keys = [verdict_key(c, evidence.get(c.claim_id, []), settings) for c in wanted]
-    results, computed = caches.lookup(caches.verdicts, keys, lambda indexes: verify_batch([wanted[i] for i in indexes]), batch_size)
+    results, computed = caches.lookup(caches.verdicts, keys, lambda indexes: verify_batch([wanted[i] for i in indexes], evidence), batch_size)
     return [dataclasses.replace(v, reused=i not in computed) for i, v in enumerate(results)]
 
 
@@ -272,8 +281,6 @@ def escalate_stage(
     claims: list[Claim], evidence: dict[str, list[Evidence]], verdicts: list[Verdict], settings: Settings, lessons: list[dict] | None = None
 ):
     """Depth D3+: send low-confidence or high-risk claims to the deep verifier, within the budget."""
-    from kb.escalate.route import escalate
-
     return escalate([c for c in claims if c.checkworthy], evidence, verdicts, settings, settings.run_date, lessons)
 
 
@@ -290,8 +297,6 @@ def correct_stage(
 
 
 def status_stage(documents: list[Document], claims: list[Claim], verdicts: list[Verdict]) -> dict[str, tuple[str, float, dict]]:
-    from kb.verify.policy import document_status
-
     by_doc: dict[str, list[Claim]] = {}
     for claim in claims:
         by_doc.setdefault(claim.doc_id, []).append(claim)
@@ -303,25 +308,138 @@ def status_stage(documents: list[Document], claims: list[Claim], verdicts: list[
     return result
 
 
-def audit_in_memory(settings: Settings, cache_dir: Path | None = None) -> AuditResult:
-    """Every stage in order, in this process, without Prefect or a store.
+# ---- the one chain -------------------------------------------------------------------------
+class StageRunner(Protocol):
+    """How one stage call executes: ``runner(stage_name, function, *args, **kwargs)``.
 
-    With `cache_dir`, stage results are cached there (as a store's `cache/` folder is).
+    `run_here` calls the function in this process; the Prefect layer (tasks/) supplies a runner
+    that runs it as a task of the flow run, so every stage shows up in Prefect.
     """
-    started = time.perf_counter()
-    caches = Caches.at(cache_dir, read=not settings.full)
+
+    def __call__(self, stage: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def run_here(stage: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    return fn(*args, **kwargs)
+
+
+_EPHEMERAL_KEYS: tempfile.TemporaryDirectory | None = None
+
+
+def _ephemeral_key_dir() -> Path:
+    """A run with neither store nor cache still signs its evidence, with a key for this process."""
+    global _EPHEMERAL_KEYS
+    if _EPHEMERAL_KEYS is None:
+        _EPHEMERAL_KEYS = tempfile.TemporaryDirectory(prefix="kbaudit-keys-")
+    return Path(_EPHEMERAL_KEYS.name)
+
+
+def previous_claim_ids(store: Store | None) -> set[str]:
+    if store is None or not store.run_ids():
+        return set()
+    return set(store.query("SELECT claim_id FROM claims").claim_id)
+
+
+def redo_reasons(verdicts: list[Verdict], previous_claims: set[str], full: bool) -> dict[str, int]:
+    """Why each claim that was not reused had to be verified again."""
+    reasons: dict[str, int] = {}
+    for verdict in verdicts:
+        if verdict.reused:
+            continue
+        if full:
+            reason = "full run requested"
+        elif verdict.claim_id not in previous_claims:
+            reason = "new or edited claim"
+        else:
+            reason = "evidence, verifier or date changed"
+        reasons[reason] = reasons.get(reason, 0) + 1
+    return reasons
+
+
+def _batches(items: list, size: int) -> list[list]:
+    return [items[i : i + size] for i in range(0, len(items), size)] or [[]]
+
+
+def run_audit(
+    settings: Settings,
+    runner: StageRunner = run_here,
+    *,
+    store: Store | None = None,
+    run_id: str | None = None,
+    shard: tuple[int, int] = (0, 1),
+    cache_dir: Path | None = None,
+    documents: list[Document] | None = None,
+    keep_claim: Callable[[Claim], bool] | None = None,
+    verify_batch: VerifyBatch | None = None,
+    verify_batch_size: int = 512,
+) -> AuditResult:
+    """Every stage of an audit, in order: ingest, split, sources, retrieve + sign, verify,
+    escalate, correct (rejected drafts suppressed), document status; with a store, the tables are
+    staged under ``run_id`` (not yet visible: the caller commits with ``Store.commit_run``).
+
+    This is what the flow, the benches, ``kbaudit verify`` and ``VerifyLoop`` run.
+
+    - ``store``: the store the run belongs to: its lessons, rejected proposals and previous claims
+      are read, its ``cache/`` is the cache and its ``keys/`` sign the evidence. The caller holds
+      its lock.
+    - ``cache_dir``: with no store, where the embedding and stage caches live (None: in memory).
+    - ``documents``: audit these instead of ingesting ``settings.docs_root`` (``VerifyLoop``).
+    - ``keep_claim``: claims it returns False for are left out after splitting.
+    - ``verify_batch``: verifies one batch of uncached claims elsewhere (the Dask fan-out), in
+      batches of ``verify_batch_size``; the verdict cache stays here.
+    """
+    shard_index, shard_count = shard
+    tag = f"[shard {shard_index + 1}/{shard_count}] " if shard_count > 1 else ""
+    clock = time.perf_counter()
+    run_id = run_id or "unstored"
+    if store is not None:
+        cache_dir = store.root / "cache"
+    key_dir = store.root / "keys" if store is not None else (cache_dir / "keys" if cache_dir else _ephemeral_key_dir())
+    caches = Caches.at(cache_dir / "stages" if cache_dir else None, read=not settings.full)
+    previous = previous_claim_ids(store)
     result = AuditResult()
-    result.documents, result.errors = ingest_stage(settings)
-    result.claims, split_errors = split_stage(result.documents, caches)
-    sources, source_errors = sources_stage(settings)
-    result.errors += split_errors + source_errors
-    result.evidence, _ = retrieve_stage(sources, result.claims, settings, caches, cache_dir)
-    result.verdicts = verify_stage(result.claims, result.evidence, settings, caches)
-    result.escalation = escalate_stage(result.claims, result.evidence, result.verdicts, settings)
+
+    if documents is None:
+        result.documents, result.errors = runner("ingest", ingest_stage, settings, shard)
+    else:
+        result.documents = list(documents)
+    logger.info("%s[1/6] ingest: %d documents, %d errors", tag, len(result.documents), len(result.errors))
+    for batch in _batches(result.documents, settings.shard_size):
+        claims, errors = runner("split-claims", split_stage, batch, caches)
+        result.claims += claims
+        result.errors += errors
+    if keep_claim is not None:
+        result.claims = [c for c in result.claims if keep_claim(c)]
+    logger.info("%s[2/6] claims: %d (%d check-worthy)", tag, len(result.claims), sum(c.checkworthy for c in result.claims))
+
+    sources, source_errors = runner("load-sources", sources_stage, settings)
+    if shard_index == 0:  # every shard reads every source; one reports their errors
+        result.errors += source_errors
+    result.evidence, receipt, searches_reused = runner(
+        "retrieve", retrieve_and_sign, sources, result.claims, settings, caches, run_id, cache_dir, key_dir
+    )
+    result.receipts = [receipt]
+    logger.info("%s[3/6] retrieve: %d source versions, evidence for %d claims (%d searches reused)",
+                tag, len(sources), len(result.evidence), searches_reused)
+
+    result.verdicts = runner("verify", verify_stage, result.claims, result.evidence, settings, caches, verify_batch, verify_batch_size)
+    result.redo_reasons = redo_reasons(result.verdicts, previous, settings.full)
+    logger.info("%s[4/6] verify: %s; reused %d verdicts, redone: %s", tag, result.label_counts(),
+                sum(v.reused for v in result.verdicts), result.redo_reasons or "none")
+
+    lessons = load_lessons(store) if store is not None else []
+    result.escalation = runner("escalate", escalate_stage, result.claims, result.evidence, result.verdicts, settings, lessons)
     result.verdicts, result.lessons = result.escalation.verdicts, result.escalation.lessons
-    result.edits = correct_stage(result.documents, result.claims, result.verdicts, result.evidence, settings)
-    result.doc_status = status_stage(result.documents, result.claims, result.verdicts)
-    result.seconds = time.perf_counter() - started
+    for note in result.escalation.summary_notes:
+        logger.info("%s%s", tag, note)
+
+    suppressed = rejected_proposals(store) if store is not None and store.run_ids() else {}
+    result.edits = runner("correct", correct_stage, result.documents, result.claims, result.verdicts, result.evidence, settings, suppressed)
+    result.doc_status = runner("document-status", status_stage, result.documents, result.claims, result.verdicts)
+    logger.info("%s[5/6] corrections: %s", tag, dict(Counter(e.status for e in result.edits)) or "none needed")
+    result.seconds = time.perf_counter() - clock
+    if store is not None:
+        result.counts = runner("stage-tables", stage_tables, store, run_id, result, f"part-{shard_index}")
     return result
 
 

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
+from kb.errors import ConfigError
+from kb.records import LABELS
+from kb.store import urls
+
 DEPTHS = ("D0", "D1", "D2", "D3", "D4", "D5")
 DEPTH_NAMES = {"fast": "D1", "standard": "D2", "strict": "D3", "audit": "D5"}
 DEMO_ROOT = Path(__file__).parent / "demo"
-
-
-class ConfigError(ValueError):
-    """A usage or configuration error: the CLI prints it on one line and exits 2."""
 
 
 @dataclass
@@ -54,12 +54,10 @@ class Settings:
         # `out` given as a URL: remember it in `out_url` and work in the local mirror folder, so
         # that `out` is always a folder (file:// URLs are plain folders).
         if isinstance(self.out, str) and "://" in self.out:
-            from kb.store import remote
-
-            local = remote.local_path(self.out)
+            local = urls.local_path(self.out)
             if local is None:
-                self.out_url = remote.check_url(self.out)
-                local = Path(self.mirror) if self.mirror is not None else remote.default_mirror(self.out_url)
+                self.out_url = urls.check_url(self.out)
+                local = Path(self.mirror) if self.mirror is not None else urls.default_mirror(self.out_url)
             self.out = local
         elif isinstance(self.out, str):
             self.out = Path(self.out)
@@ -103,8 +101,6 @@ class Settings:
             )
         if self.dask_workers < 1:
             raise ConfigError("dask_workers must be at least 1")
-        from kb.records import LABELS
-
         bad = [label for label in self.fail_on if label not in LABELS]
         if bad:
             raise ConfigError(f"--fail-on takes labels from {', '.join(LABELS)}; got {', '.join(bad)}")
@@ -152,14 +148,11 @@ def _coerce(name: str, value):
         return None
     try:
         if name == "out" and "://" in str(value):
-            from kb.store import remote  # a store URL: checked here, split into out_url + mirror by Settings
-
-            local = remote.local_path(str(value))
-            return local if local is not None else remote.check_url(str(value))
+            # a store URL: checked here, split into out_url + mirror by Settings
+            local = urls.local_path(str(value))
+            return local if local is not None else urls.check_url(str(value))
         if name == "out_url":
-            from kb.store import remote
-
-            return remote.check_url(str(value))
+            return urls.check_url(str(value))
         if name == "lease_hours":
             return float(value)
         if name in ("docs", "out", "mirror"):

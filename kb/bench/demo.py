@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from kb.chain import run_audit
 from kb.config import DEMO_ROOT, Settings
 from kb.records import LABELS
 
@@ -78,10 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, float]:
-    from kb.chain import audit_in_memory
-
     settings = Settings(depth=getattr(args, "depth", "D1")).validate()
-    result = audit_in_memory(settings)
+    result = run_audit(settings)
     metrics = score_result(result)
     metrics["seconds"] = result.seconds
     return metrics

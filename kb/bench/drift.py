@@ -3,7 +3,7 @@
 ``kbaudit bench drift --data ../shared/data/docsdrift [--depth D1] [--json OUT]``
 
 For each project folder under ``--data`` (``traefik``, ``black``...), the whole pipeline
-(:func:`kb.chain.audit_in_memory`) audits ``kb/`` against ``sources/`` (the new release) and
+(:func:`kb.chain.run_audit`, the audit's own stage chain) audits ``kb/`` against ``sources/`` (the new release) and
 ``sources_old/`` (the old release, older dates). Only then is ``gold.jsonl`` read, to score:
 each gold sentence is matched to the claims split from it (same page, overlapping line, best
 text similarity), and
@@ -32,6 +32,8 @@ from pathlib import Path
 
 from rapidfuzz import fuzz
 
+from kb.chain import run_audit
+from kb.config import Settings
 from kb.verify.slots import canonical
 
 log = logging.getLogger("kbaudit.bench.drift")
@@ -69,14 +71,11 @@ def _newest_source_date(folder: Path) -> date | None:
 
 def audit_project(project: Path, depth: str, today: date | None, cache_dir: Path | None):
     """Run the pipeline on one project. Reads only kb/, sources/ and sources_old/."""
-    from kb.config import Settings
-    from kb.chain import audit_in_memory
-
     sources = [project / "sources", project / "sources_old"]
     settings = Settings(docs=project / "kb", sources=[s for s in sources if s.exists()], depth=depth,
                         today=today or _newest_source_date(project / "sources"), full=True)  # fmt: skip
     settings.validate()
-    return audit_in_memory(settings, cache_dir=cache_dir)
+    return run_audit(settings, cache_dir=cache_dir)
 
 
 def _claim_lines(result) -> dict[str, list[tuple[int, int, object, str]]]:

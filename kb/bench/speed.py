@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
 
     from kb.config import Settings
     from kb.evidence.embed import Embedder
-    from kb.chain import audit_in_memory, write_run
+    from kb.chain import run_audit, runs_row
     from kb.evidence.retrieve import Retriever, build_passages
     from kb.evidence.sources import load_sources
     from kb.store import Store, new_run_id
@@ -148,10 +148,11 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     def timed_run() -> tuple[float, object]:
         started_at = dt.datetime.now(dt.timezone.utc)
         clock = time.perf_counter()
-        result = audit_in_memory(settings, cache_dir=out / "cache")
+        run_id = new_run_id()
         store.lock()
-        try:
-            write_run(store, new_run_id(), result, settings, started_at)
+        try:  # what the flow does, less Prefect: the chain stages the run, then it is committed
+            result = run_audit(settings, store=store, run_id=run_id)
+            store.commit_run(run_id, runs_row(result.counts, settings, started_at, result.seconds))
         finally:
             store.unlock()
         return time.perf_counter() - clock, result

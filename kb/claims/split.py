@@ -19,13 +19,10 @@ import re
 _LOWER = 0  # patterns marked _LOWER are matched against lowercased text (3x faster than re.I)
 from dataclasses import dataclass, field
 
+from kb.errors import ClaimLimitError
 from kb.records import Block, Claim, Document, content_hash
 
 __all__ = ["ClaimLimitError", "ClaimSettings", "split_claims", "split_sentences", "classify"]
-
-
-class ClaimLimitError(ValueError):
-    """A document yields more claims than ``ClaimSettings.max_claims_per_doc``."""
 
 
 @dataclass

@@ -29,16 +29,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from kb.errors import LLMError
 from kb.log import logger
-
-
-class LLMError(RuntimeError):
-    """The endpoint could not give an answer (after retries, or a non-retryable status)."""
-
-    def __init__(self, message: str, status: int | None = None, kind: str = "error"):
-        super().__init__(message)
-        self.status = status
-        self.kind = kind  # error | timeout | http | malformed
 
 
 @dataclass

@@ -36,6 +36,7 @@ import secrets
 from datetime import date, datetime, timezone
 from pathlib import Path
 
+from kb.ingest.walk import shard_of
 from kb.records import content_hash
 
 KEY_ENV = "KBAUDIT_RECEIPT_KEY"
@@ -173,8 +174,6 @@ def verify_stored_evidence(store, run_id: str | None = None) -> list[str]:
     problem (an altered, added or removed evidence row, a forged or altered receipt, evidence
     under no receipt); an empty list means every stored batch is exactly what was signed.
     """
-    from kb.chain import shard_of
-
     run_id = run_id or (store.run_ids() or [None])[-1]
     if run_id is None:
         return ["the store has no completed run"]

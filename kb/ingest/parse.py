@@ -28,6 +28,7 @@ from pathlib import PurePath
 
 import yaml
 
+from kb.errors import ParseError
 from kb.records import Block, Document, content_hash
 
 __all__ = ["ParseError", "OffsetMap", "parse_document", "read_front_matter", "detect_format"]
@@ -36,10 +37,6 @@ FRONT_MATTER_MAX = 64 * 1024  # bytes of YAML we are willing to read
 MARKDOWN_EXT = {".md", ".markdown", ".mdx", ".mkd", ".mdown"}
 HTML_EXT = {".html", ".htm", ".xhtml"}
 _INLINE_WINDOW = 1000  # how far inline markup looks for its closing delimiter
-
-
-class ParseError(ValueError):
-    """A document that cannot be parsed; the message is one line, fit for ``ingest_errors``."""
 
 
 # ---------------------------------------------------------------------------------------------

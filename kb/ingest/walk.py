@@ -6,6 +6,7 @@ batch: it becomes an `IngestError` with a one-line reason and the walk goes on.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Callable
@@ -18,6 +19,11 @@ from kb.records import Document, IngestError
 
 DOC_SUFFIXES = {".md", ".markdown", ".mdx", ".txt", ".text", ".html", ".htm", ".rst"}
 IGNORE_FILE = ".kbauditignore"
+
+
+def shard_of(doc_id: str, shard_count: int) -> int:
+    """Documents go to shards by a hash of their id: stable across runs and machines."""
+    return int(hashlib.sha256(doc_id.encode("utf-8")).hexdigest()[:8], 16) % shard_count
 
 
 def _ignore_spec(root: Path) -> pathspec.PathSpec | None:

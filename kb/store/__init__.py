@@ -30,7 +30,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kb.config import ConfigError
+from kb.errors import ConfigError, StoreDamaged, StoreError, StoreLocked
 from kb.log import logger
 from kb.store.schema import APPEND_ONLY, RUN_TABLES, SCHEMAS
 from kb.store.views import view_sql
@@ -48,18 +48,6 @@ def _chunks(rows: Iterable, size: int):
             chunk = []
     if chunk:
         yield chunk
-
-
-class StoreError(RuntimeError):
-    pass
-
-
-class StoreLocked(StoreError):
-    pass
-
-
-class StoreDamaged(StoreError):
-    pass
 
 
 def new_run_id(now: dt.datetime | None = None) -> str:

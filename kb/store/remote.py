@@ -34,83 +34,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb.config import ConfigError
+from kb.config import load_settings
+from kb.errors import ConfigError, RemoteError, RemoteLocked, StoreError, StoreLocked
 from kb.log import logger
 from kb.store.schema import APPEND_ONLY, RUN_TABLES
-from kb.store import DB_FILE, Store, StoreError, StoreLocked
+from kb.store import DB_FILE, Store
+from kb.store.urls import check_url, default_mirror, is_url, local_path, scheme_of
 
 LEASE = ".lock"
 MIRROR_MARK = ".remote"  # in the mirror: the URL it mirrors (one mirror, one remote store)
 DEFAULT_LEASE_HOURS = 6.0
-LOCAL_SCHEMES = ("file", "local")
 # Object stores write an object in one request (S3 PUT, or a multipart upload that appears only
 # when completed; GCS and Azure the same; memory:// is a dict assignment): a reader sees the whole
 # object or none of it, so files are written under their final name. Other backends (sftp, ftp,
 # hdfs...) write a temporary name and move it into place.
 ATOMIC_PUT = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oci", "memory")
-# The pip package of common fsspec backends; others are named after the module of their class.
-PACKAGES = {"s3": "kbaudit[s3] (s3fs)", "s3a": "kbaudit[s3] (s3fs)"}
-
-
-class RemoteLocked(StoreLocked):
-    pass
-
-
-class RemoteError(StoreError):
-    """Pulling from or pushing to the remote store failed (network, permissions, bucket)."""
-
-
-# ---- URLs ----------------------------------------------------------------------------------------
-def is_url(value) -> bool:
-    return isinstance(value, str) and "://" in value
-
-
-def scheme_of(url: str) -> str:
-    return url.split("://", 1)[0].lower()
-
-
-def local_path(url: str) -> Path | None:
-    """The folder of a plain path or ``file://`` URL; None for a remote URL."""
-    if not is_url(url):
-        return Path(url)
-    if scheme_of(url) in LOCAL_SCHEMES:
-        return Path(url.split("://", 1)[1])
-    return None
-
-
-def check_url(url: str, name: str = "out") -> str:
-    """A remote store URL with an installed fsspec backend, else a ConfigError saying what to do."""
-    import fsspec
-
-    url = url.strip().rstrip("/")
-    scheme = scheme_of(url)
-    if not url.split("://", 1)[1].strip("/"):
-        raise ConfigError(f"{name}: {url} needs a bucket or path after {scheme}:// (e.g. s3://bucket/kbaudit)")
-    try:
-        fsspec.get_filesystem_class(scheme)
-    except ValueError:
-        raise ConfigError(
-            f"{name}: unknown storage scheme {scheme!r} in {url}; use a folder, or a URL that fsspec "
-            "knows (s3://, gcs://, az://, memory://...)"
-        ) from None
-    except ImportError as exc:
-        from fsspec.registry import known_implementations
-
-        entry = known_implementations.get(scheme, {})
-        package = PACKAGES.get(scheme) or entry.get("class", scheme).split(".")[0]
-        hint = entry.get("err") or str(exc)
-        raise ConfigError(
-            f"{name}: {url} needs the fsspec backend for {scheme}://, which is not installed "
-            f"({hint}); install {package}, e.g. pip install {package.split()[0]!r}"
-        ) from None
-    return url
-
-
-def default_mirror(url: str, environ=None) -> Path:
-    """``$XDG_CACHE_HOME/kbaudit/stores/<sha of url>`` (~/.cache when unset)."""
-    environ = os.environ if environ is None else environ
-    base = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "kbaudit" / "stores" / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
 
 
 # ---- which files travel ----------------------------------------------------------------------------
@@ -394,8 +332,6 @@ def resolve_out(out: str | Path) -> tuple[Path, RemoteStore | None]:
     """A command's --out: a local folder as is; a URL through the settings (mirror, lease hours)."""
     if not is_url(str(out)):
         return Path(out), None
-    from kb.config import load_settings
-
     settings = load_settings({"out": str(out)})
     return settings.out, for_settings(settings)
 

@@ -26,6 +26,11 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from kb.chain import run_audit, status_stage
+from kb.config import DEPTH_NAMES, DEPTHS, Settings
+from kb.errors import ConfigError
+from kb.evidence.retrieve import split_sentences
+from kb.ingest.parse import parse_document
 from kb.records import Claim, Verdict, content_hash
 
 SCHEMA_ID = "kbaudit/verifyloop-report/1"
@@ -372,8 +377,6 @@ class VerifyLoop:
         cache_dir: Path | None = None,
         top_k: int = 5,
     ):
-        from kb.config import DEPTH_NAMES, DEPTHS, ConfigError
-
         depth = DEPTH_NAMES.get(depth, depth)
         if depth not in DEPTHS:
             raise ConfigError(f"depth must be one of {', '.join(DEPTHS)}; got {depth!r}")
@@ -384,9 +387,7 @@ class VerifyLoop:
         self.cache_dir = cache_dir
         self.top_k = top_k
 
-    def _settings(self):
-        from kb.config import Settings
-
+    def _settings(self) -> Settings:
         return Settings(
             depth=self.depth,
             today=self.today,
@@ -400,13 +401,6 @@ class VerifyLoop:
 
         ``tool_logs``: a path (JSON list or JSON lines) or a list of dicts (see ``load_tool_logs``).
         """
-        from kb.claims.split import split_claims
-        from kb.correct.draft import draft_edits
-        from kb.ingest.parse import parse_document
-        from kb.chain import retrieve_stage, status_stage, verify_stage
-        from kb.evidence.retrieve import split_sentences
-        from kb.evidence.sources import load_sources
-
         settings = self._settings()
         entries = tool_logs if isinstance(tool_logs, list) and all(isinstance(t, ToolEntry) for t in tool_logs) else load_tool_logs(tool_logs)
         raw = answer.encode("utf-8")
@@ -445,14 +439,12 @@ class VerifyLoop:
         def overlaps_tool(c: Claim) -> bool:
             return any(c.start < e and s < c.end for s, e in tool_spans)
 
-        claims = [c for c in split_claims(doc) if not overlaps_tool(c)]
-        sources_list = []
-        for root in [sources] if isinstance(sources, (str, Path)) else list(sources):
-            found, _errors = load_sources(root, today=self.today)
-            sources_list.extend(found)
-        evidence, _reused = retrieve_stage(sources_list, claims, settings, cache_dir=self.cache_dir)
-        verdicts = verify_stage(claims, evidence, settings)
-        edits = draft_edits([doc], claims, verdicts)
+        roots = [sources] if isinstance(sources, (str, Path)) else list(sources)
+        settings = dataclasses.replace(settings, sources=[Path(r) for r in roots])
+        # The audit's own chain on a one-document KB: the same split, retrieval (signed), verify,
+        # escalation by depth and corrections as `kbaudit run`.
+        result = run_audit(settings, documents=[doc], keep_claim=lambda c: not overlaps_tool(c), cache_dir=self.cache_dir)
+        claims, evidence, verdicts, edits = result.claims, result.evidence, result.verdicts, result.edits
 
         # Status and score over every decided claim, the tool claims included.
         tool_records = [
@@ -491,7 +483,7 @@ class VerifyLoop:
             claims=[dataclasses.asdict(c) for c in claims],
             verdicts=[dataclasses.asdict(v) for v in verdicts],
             evidence=[{**dataclasses.asdict(e), "evidence_id": e.evidence_id} for items in evidence.values() for e in items],
-            receipts=[e.receipt for e in used_entries.values()],
+            receipts=[e.receipt for e in used_entries.values()] + result.receipts,
             edits=edit_rows,
             corrected_answer=corrected,
             tool_claims=tool_claims,
