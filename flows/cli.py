@@ -14,8 +14,10 @@ import sys
 from pathlib import Path
 
 from flows.env import QUIET_LOGGERS, prepare_environment
+from flows.options import flag_values, settings_flags
 from flows.output import format_summary, print_json
-from kb.config import ConfigError
+from kb.config import load_settings
+from kb.errors import ConfigError, KbauditError, StoreError, UsageError
 
 # Command groups that live in their own modules; each has `register(subparsers)`.
 COMMAND_MODULES: tuple[str, ...] = ("flows.report_cli", "flows.review_cli", "flows.serve")
@@ -32,20 +34,7 @@ BENCHES = {
 
 # ---- commands ----------------------------------------------------------------------------
 def cmd_run(args) -> int:
-    from kb.config import load_settings
-
-    flags = {
-        "docs": args.docs,
-        "sources": args.sources,
-        "out": args.out,
-        "depth": args.depth,
-        "full": True if args.full else None,
-        "apply": True if args.apply else None,
-        "today": args.today,
-        "fail_on": args.fail_on,
-        "task_runner": args.task_runner,
-        "dask_workers": args.dask_workers,
-    }
+    flags = {**flag_values(args), "docs": args.docs}
     settings = load_settings(flags).validate()
 
     from flows.audit import audit, audit_sharded, with_task_runner
@@ -97,21 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="audit a KB folder (no DOCS: the bundled demo KB)")
     run.add_argument("docs", nargs="?", help="folder of KB documents")
-    run.add_argument("--sources", action="append", help="folder, .jsonl or .parquet of dated sources (repeatable)")
-    run.add_argument("--out", help="store folder, or a store URL such as s3://bucket/prefix (default ./kbaudit-out)")
-    run.add_argument("--depth", help="D0..D5 or fast/standard/strict/audit (default D1)")
-    run.add_argument("--full", action="store_true", help="re-verify every claim")
-    run.add_argument("--apply", action="store_true", help="write accepted edits to the KB files")
-    run.add_argument("--today", help="pin today's date (YYYY-MM-DD) for freshness checks")
-    run.add_argument("--fail-on", help="comma-separated labels that make the exit status 1")
+    settings_flags(run)
     run.add_argument("--shards", type=int, help="split the documents by hash into N shards, committed as one run")
     run.add_argument("--deployment", help="run each shard as a flow run of this deployment (e.g. audit-shard/kbaudit-shard) on a work pool")
-    run.add_argument(
-        "--task-runner",
-        help="where the verify stage runs: thread (default: in this process), dask (a local dask cluster), "
-        "or the address of a running dask scheduler (tcp://host:8786); needs pip install 'kbaudit[dask]'",
-    )
-    run.add_argument("--dask-workers", type=int, help="worker processes of the local dask cluster (default 2)")
     run.add_argument("--json", action="store_true", help="print the run summary as JSON")
     run.set_defaults(func=cmd_run)
 
@@ -149,24 +126,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
-    from kb.store import StoreError
-
     try:
         return args.func(args)
-    except ConfigError as exc:
-        print(f"kbaudit: error: {exc}", file=sys.stderr)
-        return 2
-    except StoreError as exc:
-        print(f"kbaudit: error: {exc}", file=sys.stderr)
-        return 3
+    except (UsageError, StoreError) as exc:  # the reason is the whole message
+        print(f"kbaudit: error: {_one_line(exc)}", file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         print("kbaudit: interrupted; the store is unchanged", file=sys.stderr)
         return 3
     except Exception as exc:  # the run itself failed: one line, then the trace for debugging
         logging.getLogger("kbaudit").debug("run failed", exc_info=True)
-        first_line = (str(exc).strip().splitlines() or [""])[0]
-        print(f"kbaudit: {args.command} failed: {type(exc).__name__}: {first_line}", file=sys.stderr)
-        return 3
+        print(f"kbaudit: {args.command} failed: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        return exc.exit_code if isinstance(exc, KbauditError) else 3
+
+
+def _one_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0]
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ would rebuild the whole index on every worker, and the retrieval batch is signed
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import socket
 from collections import Counter
@@ -119,7 +118,7 @@ def remote_verification(settings: Settings, tag: str = "") -> Iterator[tuple[Ver
             if not slots:
                 logger.warning("%sthe dask scheduler at %s has no workers yet; the verify tasks wait for one", tag, dask.address)
         slots = max(slots, 1)
-        remote = dataclasses.replace(settings, llm_api_key=None)  # verification needs no secret: keep it off the wire
+        remote = settings.replace(llm_api_key=None)  # verification needs no secret: keep it off the wire
         workers: Counter = Counter()
         sent = [0, 0]  # claims sent out, check-worthy claims of the run
 

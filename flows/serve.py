@@ -15,7 +15,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from kb.config import ConfigError, load_settings
+from flows.options import flag_values, settings_flags
+from kb.config import load_settings
+from kb.errors import ConfigError
 
 DEPLOYMENT = "kbaudit-nightly"
 
@@ -64,7 +66,7 @@ class LocalServer:
 
 
 def cmd_serve(args) -> int:
-    flags = {"docs": args.docs, "sources": args.sources, "out": args.out, "depth": args.depth}
+    flags = {**flag_values(args), "docs": args.docs}
     settings = load_settings(flags).validate()
     if settings.docs is not None:
         settings.docs = settings.docs.resolve()
@@ -122,8 +124,6 @@ def _stop_like_sigterm(signum, frame) -> None:
 def register(sub) -> None:
     serve = sub.add_parser("serve", help="serve the audit as a scheduled Prefect deployment")
     serve.add_argument("docs", nargs="?", help="folder of KB documents (default: the demo KB)")
-    serve.add_argument("--sources", action="append", help="sources (repeatable)")
-    serve.add_argument("--out", help="store folder (default ./kbaudit-out)")
-    serve.add_argument("--depth", help="verification depth")
+    settings_flags(serve, only=("sources", "out", "depth"))
     serve.add_argument("--cron", default="0 2 * * *", help='schedule (default "0 2 * * *", 02:00 daily)')
     serve.set_defaults(func=cmd_serve)

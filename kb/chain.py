@@ -24,7 +24,7 @@ import kb.evidence.embed
 import kb.evidence.retrieve
 import kb.ingest.parse
 from kb.claims.split import split_claims
-from kb.config import Settings
+from kb.config import ClaimSettings, Settings
 from kb.correct.draft import draft_edits
 from kb.correct.review import rejected_proposals
 from kb.correct.versions import run_tables
@@ -136,22 +136,27 @@ def ingest_stage(settings: Settings, shard: tuple[int, int] = (0, 1)) -> tuple[l
     return ingest(settings.docs_root, settings.max_doc_bytes, select=select)
 
 
-def split_stage(documents: list[Document], caches: Caches | None = None) -> tuple[list[Claim], list[IngestError]]:
+def split_stage(
+    documents: list[Document], caches: Caches | None = None, settings: ClaimSettings | None = None
+) -> tuple[list[Claim], list[IngestError]]:
     caches = caches or Caches.at(None)
+    settings = settings or ClaimSettings()
     errors: list[IngestError] = []
+    # Non-default [claims] settings are part of the key; the defaults keep the keys of earlier stores.
+    knobs = None if settings == ClaimSettings() else settings.model_dump(mode="json")
 
     def compute(indexes: list[int]) -> list[list[Claim] | None]:
         out = []
         for i in indexes:
             doc = documents[i]
             try:
-                out.append(split_claims(doc))
+                out.append(split_claims(doc, settings))
             except Exception as exc:  # one document's bug must not stop the batch
                 errors.append(IngestError(doc.doc_id, "claims", f"claim splitting failed: {type(exc).__name__}: {exc}"))
                 out.append(None)
         return out
 
-    keys = [key_of("claims", d.doc_id, d.version_id, splitter_version()) for d in documents]
+    keys = [key_of("claims", d.doc_id, d.version_id, splitter_version(), *([knobs] if knobs else [])) for d in documents]
     per_doc, _ = caches.lookup(caches.claims, keys, compute, batch_size=200)
     claims = [c for doc_claims in per_doc if doc_claims for c in doc_claims]
     return claims, errors
@@ -405,7 +410,7 @@ def run_audit(
         result.documents = list(documents)
     logger.info("%s[1/6] ingest: %d documents, %d errors", tag, len(result.documents), len(result.errors))
     for batch in _batches(result.documents, settings.shard_size):
-        claims, errors = runner("split-claims", split_stage, batch, caches)
+        claims, errors = runner("split-claims", split_stage, batch, caches, settings.claims)
         result.claims += claims
         result.errors += errors
     if keep_claim is not None:

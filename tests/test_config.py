@@ -57,3 +57,50 @@ def test_object_store_urls_are_refused_clearly_for_docs_and_taken_for_out(tmp_pa
         load_settings({"docs": "s3://bucket/kb"}, cwd=tmp_path, environ={})
     settings = load_settings({"out": "memory://bucket/kbaudit"}, cwd=tmp_path, environ={"KBAUDIT_MIRROR": str(tmp_path / "m")})
     assert (settings.out_url, settings.out) == ("memory://bucket/kbaudit", tmp_path / "m")  # tests/test_remote_store.py
+
+
+def test_unknown_key_names_the_nearest_valid_one_also_in_sections(tmp_path: Path):
+    (tmp_path / "kbaudit.toml").write_text("tpo_k = 3\n")
+    with pytest.raises(ConfigError, match=r"unknown setting tpo_k; did you mean top_k\? \(in .*kbaudit.toml\)"):
+        load_settings({}, cwd=tmp_path, environ={})
+    (tmp_path / "kbaudit.toml").write_text("[escalate]\nmax_call = 3\n")
+    with pytest.raises(ConfigError, match=r"unknown setting escalate.max_call; did you mean escalate.max_calls\?"):
+        load_settings({}, cwd=tmp_path, environ={})
+
+
+def test_sections_come_from_file_then_environment_with_their_older_names(tmp_path: Path):
+    (tmp_path / "kbaudit.toml").write_text(
+        '[claims]\nmin_words = 4\n[escalate]\nmax_calls = 200\nexclude_docs = ["legal/*"]\n'
+        '[escalate.cove]\nquestions = 2\n[correct]\nauto_accept = ["low", "medium"]\n'
+    )
+    env = {"KBAUDIT_LLM_MAX_CALLS": "7", "KBAUDIT_ESCALATE_COVE_MODE": "joint", "KBAUDIT_CLAIMS_MIN_WORDS": "5"}
+    settings = load_settings({}, cwd=tmp_path, environ=env)
+    assert settings.claims.min_words == 5  # environment beats file
+    assert (settings.escalate.max_calls, settings.escalate.exclude_docs) == (7, ("legal/*",))
+    assert (settings.escalate.cove.questions, settings.escalate.cove.mode) == (2, "joint")
+    assert settings.correct.auto_accept == ("low", "medium")
+    with pytest.raises(ConfigError, match="bad value for escalate.cove.mode"):
+        load_settings({}, cwd=tmp_path, environ={"KBAUDIT_LLM_MODE": "chatty"})
+
+
+def test_settings_survive_the_json_a_deployment_passes(tmp_path: Path):
+    from kb.config import Settings
+
+    settings = load_settings({"depth": "D2", "sources": ["a", "b"], "fail_on": "stale"}, cwd=tmp_path,
+                             environ={"KBAUDIT_ESCALATE_THRESHOLD": "0.7", "KBAUDIT_LLM_API_KEY": "sk-x"})
+    again = Settings.from_public_dict(settings.public_dict())
+    assert again.model_dump() == settings.model_dump()  # every setting but the key, which is never serialised
+    assert (again.depth, again.sources, again.fail_on, again.escalate.threshold) == ("D2", [Path("a"), Path("b")], ("stale",), 0.7)
+
+
+def test_every_run_flag_is_a_setting_and_reaches_it(tmp_path: Path, monkeypatch):
+    from flows.cli import build_parser
+    from flows.options import flag_values
+    from kb.config import Settings
+
+    args = build_parser().parse_args(["run", "--depth", "D2", "--full", "--fail-on", "stale,uncertain", "--dask-workers", "3"])
+    flags = flag_values(args)
+    assert set(flags) <= set(Settings.model_fields) and {"depth", "full", "fail_on", "dask_workers"} <= set(flags)
+    settings = load_settings(flags, cwd=tmp_path, environ={})
+    assert (settings.depth, settings.full, settings.fail_on, settings.dask_workers) == ("D2", True, ("stale", "uncertain"), 3)
+    assert load_settings(flag_values(build_parser().parse_args(["run"])), cwd=tmp_path, environ={"KBAUDIT_FULL": "1"}).full

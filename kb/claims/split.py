@@ -17,37 +17,13 @@ from __future__ import annotations
 import re
 
 _LOWER = 0  # patterns marked _LOWER are matched against lowercased text (3x faster than re.I)
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from kb.config import ClaimSettings
 from kb.errors import ClaimLimitError
 from kb.records import Block, Claim, Document, content_hash
 
 __all__ = ["ClaimLimitError", "ClaimSettings", "split_claims", "split_sentences", "classify"]
-
-
-@dataclass
-class ClaimSettings:
-    """Knobs for claim extraction. ``freshness_days`` is per claim type."""
-
-    freshness_days: dict[str, int] = field(
-        default_factory=lambda: {
-            "factual": 365,
-            "numeric": 180,
-            "temporal": 90,
-            "comparative": 180,
-            "causal": 365,
-            "procedural": 365,
-            "normative": 365,
-            "speculative": 90,
-        }
-    )
-    time_sensitive_days: int = 90  # a time-sensitive claim's window is at most this
-    min_words: int = 3  # shorter units without a number or a lead-in are fragments
-    split_coordination: bool = True
-    # a safety valve for huge documents (~5,000 claims/s): beyond it split_claims raises
-    # ClaimLimitError (an ingest_errors row) rather than silently truncating
-    max_claims_per_doc: int = 200_000
-    high_risk_words: tuple[str, ...] = ()  # extra domain words that make a claim high risk
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,19 +34,13 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Mapping
 
+from kb.config import CorrectionSettings
 from kb.records import Claim, Document, Edit, Evidence, Verdict, content_hash
 
 CORRECTABLE = ("contradicted", "stale")
 # Statuses that draft_edits gives; review adds approved, rejected, applying, applied, conflicted.
 DRAFT_STATUSES = ("auto", "queued", "needs_rewrite", "dropped", "suppressed")
 RISK_POINTS = {"low": 0.0, "medium": 1.0, "high": 3.0}
-
-
-@dataclass(frozen=True)
-class CorrectionSettings:
-    auto_accept: tuple[str, ...] = ("low",)  # edit risks accepted without a human
-    high_at: float = 3.0  # risk points at or above which an edit is high risk
-    medium_at: float = 1.5
 
 
 @dataclass(frozen=True)
@@ -324,7 +318,7 @@ def draft_edits(
     docs = {d.doc_id: d for d in documents}
     claims_by_id = {c.claim_id: c for c in claims}
     suppressed = suppressed or {}
-    correction = correction or CorrectionSettings()
+    correction = correction or getattr(settings, "correct", None) or CorrectionSettings()
     today = today or getattr(settings, "run_date", None) or date.today()
     drafts: list[_Draft] = []
     for verdict in verdicts:

@@ -41,26 +41,13 @@ from dataclasses import dataclass, field
 
 from rapidfuzz import fuzz
 
+from kb.config import CoveSettings
 from kb.records import Claim, Evidence
 from kb.escalate.llm import Cost, LLMClient, LLMError
 
 STATUSES = ("verified-clean", "verified-with-corrections", "unverifiable")
 BLOCKS = ("status", "questions", "answers", "discrepancies", "final")
 LABEL_OF_STATUS = {"verified-clean": "supported", "verified-with-corrections": "contradicted", "unverifiable": "uncertain"}
-
-
-@dataclass
-class CoveSettings:
-    questions: int = 3  # verification questions per claim
-    mode: str = "factored"  # factored | joint
-    rewrite: bool = True  # on a discrepancy, FINAL becomes the corrected text
-    max_passages: int = 5  # retrieved passages shown to the verifier
-    passage_chars: int = 1500  # each passage cut to this many characters
-    quote_match: float = 90.0  # rapidfuzz partial_ratio a quote needs against some passage
-    min_quote_chars: int = 8  # shorter quoted strings are not counted as quotes
-
-    def calls_per_claim(self) -> int:
-        return 1 if self.mode == "joint" else self.questions + 2
 
 
 @dataclass

@@ -39,18 +39,17 @@ Prefect-free.
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
-import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
 
+from kb.config import RouteSettings
 from kb.escalate.lessons import lesson_row, matching
 from kb.log import logger
 from kb.records import Claim, Evidence, Verdict
-from kb.escalate.cove import CoveOutcome, CoveSettings, verify_claim
+from kb.escalate.cove import CoveOutcome, verify_claim
 from kb.escalate.llm import Cost, LLMClient, estimate_tokens
 
 DEEP_DEPTHS = ("D3", "D4", "D5")
@@ -69,111 +68,6 @@ class DeepVerdict(Verdict):
     ungrounded: bool = False
     human_review: bool = False  # D5: queued for a human
     escalated: bool = False  # the deep verifier was asked
-
-
-@dataclass
-class RouteSettings:
-    threshold: float = 0.8  # escalate below this calibrated confidence
-    by_type: dict[str, float] = field(default_factory=lambda: {"numeric": 0.85, "temporal": 0.85})
-    by_risk: dict[str, float] = field(default_factory=lambda: {"medium": 0.85, "high": 0.95})
-    lesson_threshold: float = 0.95  # threshold for claims a lesson matches
-    exclude_types: tuple[str, ...] = ("speculative", "normative")
-    exclude_docs: tuple[str, ...] = ()  # fnmatch patterns on doc_id
-    max_calls: int = 500
-    max_tokens: int = 1_000_000  # tokens in + out
-    max_seconds: float = 1800.0
-    # the endpoint
-    timeout: float = 60.0
-    max_retries: int = 3
-    backoff: float = 1.0
-    max_backoff: float = 30.0
-    concurrency: int = 4
-    max_tokens_per_call: int = 800
-    # the protocol
-    cove: CoveSettings = field(default_factory=CoveSettings)
-    # confidences given to accepted deep verdicts (the endpoint is not calibrated)
-    llm_confidence: dict[str, float] = field(
-        default_factory=lambda: {"supported": 0.9, "contradicted": 0.85, "uncertain": 0.5}
-    )
-
-    def threshold_for(self, claim: Claim, lesson: bool = False) -> float:
-        t = max(self.threshold, self.by_type.get(claim.type, 0.0), self.by_risk.get(claim.risk, 0.0))
-        return max(t, self.lesson_threshold) if lesson else t
-
-    def excluded(self, claim: Claim) -> str | None:
-        if claim.type in self.exclude_types:
-            return f"claim type {claim.type} is excluded"
-        for pattern in self.exclude_docs:
-            if fnmatch.fnmatch(claim.doc_id, pattern):
-                return f"document matches excluded pattern {pattern}"
-        return None
-
-    @classmethod
-    def from_env(cls, environ: dict | None = None) -> "RouteSettings":
-        """Defaults, overridden by environment variables (a bad value raises ConfigError)."""
-        from kb.config import ConfigError
-
-        env = os.environ if environ is None else environ
-        rs = cls()
-
-        def get(name, conv):
-            raw = env.get(name)
-            if raw in (None, ""):
-                return None
-            try:
-                return conv(raw)
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(f"bad value for {name}: {raw!r} ({exc})") from None
-
-        def listing(raw):
-            return tuple(x.strip() for x in raw.split(",") if x.strip())
-
-        def flag(raw):
-            return raw.strip().lower() in ("1", "true", "yes", "on")
-
-        def pairs(raw):  # "type:numeric=0.9,risk:high=0.97"
-            out = {}
-            for part in listing(raw):
-                key, _, value = part.partition("=")
-                kind, _, name = key.partition(":")
-                if kind not in ("type", "risk") or not name:
-                    raise ValueError(f"expected type:NAME=VALUE or risk:NAME=VALUE, got {part!r}")
-                out[(kind, name)] = float(value)
-            return out
-
-        simple = {
-            "KBAUDIT_ESCALATE_THRESHOLD": ("threshold", float),
-            "KBAUDIT_ESCALATE_LESSON_THRESHOLD": ("lesson_threshold", float),
-            "KBAUDIT_LLM_EXCLUDE_TYPES": ("exclude_types", listing),
-            "KBAUDIT_LLM_EXCLUDE_DOCS": ("exclude_docs", listing),
-            "KBAUDIT_LLM_MAX_CALLS": ("max_calls", int),
-            "KBAUDIT_LLM_MAX_TOKENS": ("max_tokens", int),
-            "KBAUDIT_LLM_MAX_SECONDS": ("max_seconds", float),
-            "KBAUDIT_LLM_TIMEOUT": ("timeout", float),
-            "KBAUDIT_LLM_RETRIES": ("max_retries", int),
-            "KBAUDIT_LLM_CONCURRENCY": ("concurrency", int),
-            "KBAUDIT_LLM_MAX_TOKENS_PER_CALL": ("max_tokens_per_call", int),
-        }
-        for name, (attr, conv) in simple.items():
-            value = get(name, conv)
-            if value is not None:
-                setattr(rs, attr, value)
-        for (kind, name), value in (get("KBAUDIT_ESCALATE_THRESHOLDS", pairs) or {}).items():
-            (rs.by_type if kind == "type" else rs.by_risk)[name] = value
-        questions = get("KBAUDIT_LLM_QUESTIONS", int)
-        mode = get("KBAUDIT_LLM_MODE", str)
-        rewrite = get("KBAUDIT_LLM_REWRITE", flag)
-        if questions is not None:
-            if questions < 1:
-                raise ConfigError("KBAUDIT_LLM_QUESTIONS must be at least 1")
-            rs.cove.questions = questions
-        if mode is not None:
-            if mode not in ("factored", "joint"):
-                raise ConfigError(f"KBAUDIT_LLM_MODE must be factored or joint; got {mode!r}")
-            rs.cove.mode = mode
-        if rewrite is not None:
-            rs.cove.rewrite = rewrite
-        return rs
 
 
 @dataclass
@@ -355,7 +249,7 @@ def escalate(
     result = EscalationResult(verdicts=list(verdicts))
     if depth not in DEEP_DEPTHS:
         return result
-    rs = route or RouteSettings.from_env()
+    rs = route or getattr(settings, "escalate", None) or RouteSettings.from_env()
     claims_by_id = {c.claim_id: c for c in claims}
     lesson_ids = matching([c for c in claims if c.checkworthy], lessons)
     order = _candidates(claims_by_id, evidence, result.verdicts, depth, rs, lesson_ids, result)

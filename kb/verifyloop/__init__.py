@@ -440,7 +440,7 @@ class VerifyLoop:
             return any(c.start < e and s < c.end for s, e in tool_spans)
 
         roots = [sources] if isinstance(sources, (str, Path)) else list(sources)
-        settings = dataclasses.replace(settings, sources=[Path(r) for r in roots])
+        settings = settings.replace(sources=[Path(r) for r in roots])
         # The audit's own chain on a one-document KB: the same split, retrieval (signed), verify,
         # escalation by depth and corrections as `kbaudit run`.
         result = run_audit(settings, documents=[doc], keep_claim=lambda c: not overlaps_tool(c), cache_dir=self.cache_dir)
