@@ -36,16 +36,71 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import fsspec
+from fsspec.registry import known_implementations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kb.errors import ConfigError
 from kb.records import LABELS, Claim
-from kb.store import urls
 
 DEPTHS = ("D0", "D1", "D2", "D3", "D4", "D5")
 DEPTH_NAMES = {"fast": "D1", "standard": "D2", "strict": "D3", "audit": "D5"}
 DEMO_ROOT = Path(__file__).parent / "demo"
 ENV_PREFIX = "KBAUDIT_"
+
+
+# ---- store URLs: a folder, a file:// URL, or a remote (fsspec) URL worked on in a local mirror ----
+LOCAL_SCHEMES = ("file", "local")
+# The pip package of common fsspec backends; others are named after the module of their class.
+PACKAGES = {"s3": "kbaudit[s3] (s3fs)", "s3a": "kbaudit[s3] (s3fs)"}
+
+
+def is_url(value) -> bool:
+    return isinstance(value, str) and "://" in value
+
+
+def scheme_of(url: str) -> str:
+    return url.split("://", 1)[0].lower()
+
+
+def local_path(url: str) -> Path | None:
+    """The folder of a plain path or ``file://`` URL; None for a remote URL."""
+    if not is_url(url):
+        return Path(url)
+    if scheme_of(url) in LOCAL_SCHEMES:
+        return Path(url.split("://", 1)[1])
+    return None
+
+
+def check_url(url: str, name: str = "out") -> str:
+    """A remote store URL with an installed fsspec backend, else a ConfigError saying what to do."""
+    url = url.strip().rstrip("/")
+    scheme = scheme_of(url)
+    if not url.split("://", 1)[1].strip("/"):
+        raise ConfigError(f"{name}: {url} needs a bucket or path after {scheme}:// (e.g. s3://bucket/kbaudit)")
+    try:
+        fsspec.get_filesystem_class(scheme)
+    except ValueError:
+        raise ConfigError(
+            f"{name}: unknown storage scheme {scheme!r} in {url}; use a folder, or a URL that fsspec "
+            "knows (s3://, gcs://, az://, memory://...)"
+        ) from None
+    except ImportError as exc:
+        entry = known_implementations.get(scheme, {})
+        package = PACKAGES.get(scheme) or entry.get("class", scheme).split(".")[0]
+        hint = entry.get("err") or str(exc)
+        raise ConfigError(
+            f"{name}: {url} needs the fsspec backend for {scheme}://, which is not installed "
+            f"({hint}); install {package}, e.g. pip install {package.split()[0]!r}"
+        ) from None
+    return url
+
+
+def default_mirror(url: str, environ=None) -> Path:
+    """``$XDG_CACHE_HOME/kbaudit/stores/<sha of url>`` (~/.cache when unset)."""
+    environ = os.environ if environ is None else environ
+    base = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "kbaudit" / "stores" / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
 
 
 def _listing(value: Any) -> Any:
@@ -217,18 +272,18 @@ class Settings(Section):
             return data
         data = dict(data)
         out = data.get("out")
-        if isinstance(out, str) and urls.is_url(out):
-            local = urls.local_path(out)
+        if isinstance(out, str) and is_url(out):
+            local = local_path(out)
             if local is None:
-                data["out_url"] = urls.check_url(out)
+                data["out_url"] = check_url(out)
                 mirror = data.get("mirror")
-                local = Path(mirror) if mirror is not None else urls.default_mirror(data["out_url"])
+                local = Path(mirror) if mirror is not None else default_mirror(data["out_url"])
             data["out"] = local
         elif data.get("out_url"):
-            data["out_url"] = urls.check_url(str(data["out_url"]))
+            data["out_url"] = check_url(str(data["out_url"]))
         for name in ("docs", "mirror"):
             value = data.get(name)
-            if isinstance(value, str) and urls.is_url(value):
+            if isinstance(value, str) and is_url(value):
                 raise ConfigError(
                     f"{name}: URLs such as {value} are not supported yet; mount the bucket as a folder "
                     "(the store needs atomic renames and a lock; see docs/operations.md)"

@@ -1,7 +1,7 @@
 """`kbaudit export --format verifyloop`: one VerifyLoop report (JSON) per document of a run.
 
-The shape is ``kb/schemas/verifyloop-report.schema.json`` (the same one ``kbaudit verify``
-writes); ``manifest.json`` (``kb/schemas/verifyloop-export-manifest.schema.json``) lists the files.
+The shape is ``kb/verifyloop/schemas/verifyloop-report.schema.json`` (the same one ``kbaudit verify``
+writes); ``manifest.json`` (``kb/verifyloop/schemas/verifyloop-export-manifest.schema.json``) lists the files.
 
 The store keeps claims, spans and edits but not whole document texts, so ``answer`` is the
 document's text read from the run's documents folder when that file still has the exact version

@@ -1,4 +1,4 @@
-"""Canned queries over the store's published views (kb/views.py, kb/views_reports.py).
+"""Canned queries over the store's published views (kb/store/views.py, kb/store/views_reports.py).
 
 Everything in `reports/` reads the store through these functions, and these read only views,
 with values passed as parameters (never formatted into the SQL). Each returns plain Python rows

@@ -1,4 +1,4 @@
-"""Stores at an fsspec URL (kb/remote.py): memory:// and a real S3 API (moto on loopback), real
+"""Stores at an fsspec URL (kb/store/remote.py): memory:// and a real S3 API (moto on loopback), real
 runs of the demo KB at depth D0 under the Prefect test harness, real DuckDB on fresh mirrors."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Single-answer verification (kb/verifyloop.py) and `kbaudit verify`."""
+"""Single-answer verification (kb/verifyloop/__init__.py) and `kbaudit verify`."""
 
 from __future__ import annotations
 

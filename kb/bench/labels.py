@@ -38,7 +38,7 @@ Metrics:
   verifier had its model.
 
 A file the shipped verifier was trained on (its sha256 is in ``kb/verify/weights/manifest.json``)
-counts only with its validation part (``kb/verify/splits.py``); any other file of the same
+counts only with its validation part (``kb/training/splits.py``); any other file of the same
 format counts whole.
 """
 

@@ -25,7 +25,6 @@ Plain paths and ``file://`` URLs are local stores: no mirror, nothing here is us
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import secrets
@@ -34,12 +33,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb.config import load_settings
-from kb.errors import ConfigError, RemoteError, RemoteLocked, StoreError, StoreLocked
+from kb.config import check_url, is_url, load_settings, scheme_of
+from kb.errors import ConfigError, RemoteError, RemoteLocked, StoreError
 from kb.log import logger
 from kb.store.schema import APPEND_ONLY, RUN_TABLES
 from kb.store import DB_FILE, Store
-from kb.store.urls import check_url, default_mirror, is_url, local_path, scheme_of
 
 LEASE = ".lock"
 MIRROR_MARK = ".remote"  # in the mirror: the URL it mirrors (one mirror, one remote store)

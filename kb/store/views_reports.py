@@ -1,4 +1,4 @@
-"""Views for the questions reviewers ask. Appended after the base views (kb/views.py).
+"""Views for the questions reviewers ask. Appended after the base views (kb/store/views.py).
 
 Every statement only reads other views, so it sees completed runs only. Documented, with each
 query and its output on the demo store, in docs/reports.md.

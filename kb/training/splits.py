@@ -9,7 +9,7 @@ The rule (also written into the training manifest, ``kb/verify/weights/manifest.
 
 ``bucket(key) = int(sha256("kbaudit-split-v1|" + dataset + "|" + key)[:8], 16) % 100``.
 Roughly 15% of each set is validation. Everything else may be trained on; SciFact
-``claims_dev.jsonl`` is never trained on (see ``kb/verify/train.py``).
+``claims_dev.jsonl`` is never trained on (see ``kb/training/train.py``).
 
 A bench asks :func:`trained_on` (or compares :func:`file_fingerprint` with the manifest) to know
 whether a file it reports on was trained on: if so only its validation part counts, otherwise

@@ -3,9 +3,9 @@
 Data (see docs/verifier-model.md):
 
 * real pairs: VitaminC real dev and FEVER-Lite dev, minus their validation parts
-  (``kb/verify/splits.py``; VitaminC page-disjoint). SciFact train only with ``--scifact``
+  (``kb/training/splits.py``; VitaminC page-disjoint). SciFact train only with ``--scifact``
   (its licence, CC BY-NC, says evaluation only). SciFact dev is never read.
-* synthetic pairs (``kb/verify/synth.py``) built afresh each epoch from the training-side
+* synthetic pairs (``kb/training/synth.py``) built afresh each epoch from the training-side
   sentences of VitaminC/FEVER and from the prose of the installed Python packages' own
   documentation (``*.dist-info/METADATA``: technical text with versions, flags and defaults).
 
