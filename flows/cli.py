@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from flows.env import QUIET_LOGGERS, prepare_environment
-from flows.options import flag_values, settings_flags
+from flows.options import flag_values, params_arguments, params_from, settings_flags
 from flows.output import format_summary, print_json
 from kb.config import load_settings
 from kb.errors import ConfigError, KbauditError, StoreError, UsageError
@@ -62,7 +62,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    metrics = args.bench_module.run(args)
+    module = args.bench_module
+    metrics = module.run(params_from(args, module.Params) if hasattr(module, "Params") else args)
     for name, value in metrics.items():
         print(f"{name:<32}{value:>12.4f}" if isinstance(value, float) else f"{name:<32}{value!s:>12}")
     if args.json:
@@ -73,7 +74,7 @@ def cmd_bench(args) -> int:
 def cmd_train(args) -> int:
     from kb.training import train
 
-    metrics = train.run(args)
+    metrics = train.run(params_from(args, train.Params))
     print_json(metrics)
     return 0
 
@@ -94,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = sub.add_parser("train-verifier", help="train the offline verifier model")
     try:
-        importlib.import_module("kb.training.train").add_arguments(train)
+        params_arguments(train, importlib.import_module("kb.training.train").Params)
     except ImportError:
         pass
     train.set_defaults(func=cmd_train)
@@ -107,7 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
         except ImportError:
             continue
         sub_parser = bench_sub.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else None)
-        module.add_arguments(sub_parser)
+        if hasattr(module, "Params"):  # typed parameters (a pydantic model); else argparse by hand
+            params_arguments(sub_parser, module.Params)
+        else:
+            module.add_arguments(sub_parser)
         sub_parser.add_argument("--json", help="write the metrics to this file as one JSON object")
         sub_parser.set_defaults(func=cmd_bench, bench_module=module)
     for module_name in COMMAND_MODULES:

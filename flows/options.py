@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 
+from pydantic import BaseModel, ValidationError
+
 from kb.config import Settings
+from kb.errors import UsageError
 
 
 def settings_flags(parser: argparse.ArgumentParser, only: Iterable[str] | None = None) -> list[str]:
@@ -28,3 +31,24 @@ def settings_flags(parser: argparse.ArgumentParser, only: Iterable[str] | None =
 def flag_values(args: argparse.Namespace) -> dict:
     """The settings given as flags (None for those left out), for kb.config.load_settings."""
     return {name: getattr(args, name) for name in getattr(args, "setting_flags", [])}
+
+
+def params_arguments(parser: argparse.ArgumentParser, params: type[BaseModel]) -> None:
+    """Flags for a bench's or the trainer's typed parameters: one per field, `--field-name`,
+    help from the field's description; a bool field is a switch."""
+    for name, info in params.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        if info.annotation is bool:
+            parser.add_argument(flag, dest=name, action="store_true", default=None, help=info.description)
+        else:
+            parser.add_argument(flag, dest=name, default=None, required=info.is_required(), help=info.description)
+
+
+def params_from(args: argparse.Namespace, params: type[BaseModel]):
+    """The typed parameters from parsed flags (a flag left out takes the field's default)."""
+    values = {name: getattr(args, name) for name in params.model_fields if getattr(args, name, None) is not None}
+    try:
+        return params.model_validate(values)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise UsageError(f"bad value for --{str(error['loc'][0]).replace('_', '-')}: {error.get('input')!r} ({error['msg']})") from None

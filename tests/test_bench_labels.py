@@ -1,6 +1,5 @@
 """`kbaudit bench labels` on small files of the benchmark formats (written here, not the real data)."""
 
-import argparse
 import json
 
 import pytest
@@ -34,7 +33,7 @@ FEVER = [
 
 @pytest.mark.slow
 def test_bench_labels_reports_every_documented_metric_on_files_of_the_format(tmp_path):
-    args = argparse.Namespace(
+    args = labels.Params(
         fever=_write(tmp_path / "fever.jsonl", FEVER), vitaminc=_write(tmp_path / "vitc.jsonl", VITAMINC),
         scifact_claims=None, scifact_corpus=None, limit=None, model_path=None, cache_dir=None,
         systems="full,rules,lexical", model_cache=str(tmp_path / "probs.pkl"),

@@ -14,12 +14,13 @@ Metrics (one flat dict, see DESIGN.md "Benchmark commands"):
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import time
 from collections import defaultdict
 from pathlib import Path
+
+from pydantic import BaseModel, Field
 
 from kb.claims.split import split_claims, split_sentences
 from kb.ingest.parse import parse_document
@@ -123,17 +124,19 @@ def throughput(fixture_dir: Path, min_sentences: int = 20_000) -> tuple[float, i
     return (total / elapsed if elapsed > 0 else float("inf")), total
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--fixture", type=Path, default=FIXTURE_DIR, help="folder with documents and expected.jsonl")
-    parser.add_argument("--sentences", type=int, default=20_000, help="sentences to split for the throughput figure")
-    parser.add_argument("--show-errors", action="store_true", help="print the claims that do not match the fixture")
+class Params(BaseModel):
+    """`kbaudit bench claims` parameters."""
+
+    fixture: Path = Field(FIXTURE_DIR, description="folder with documents and expected.jsonl")
+    sentences: int = Field(20_000, description="sentences to split for the throughput figure")
+    show_errors: bool = Field(False, description="print the claims that do not match the fixture")
 
 
-def run(args: argparse.Namespace) -> dict[str, float]:
-    fixture = Path(getattr(args, "fixture", None) or FIXTURE_DIR)
+def run(params: Params) -> dict[str, float]:
+    fixture = params.fixture
     metrics, notes = evaluate(load_expected(fixture), predict(fixture))
-    rate, total = throughput(fixture, int(getattr(args, "sentences", 20_000) or 20_000))
-    if getattr(args, "show_errors", False):
+    rate, total = throughput(fixture, params.sentences)
+    if params.show_errors:
         for line in notes:
             print(line)
     return {"sentences_per_s": round(rate, 1), "sentences": float(total), **metrics}

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import csv
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import BaseModel, Field
 
 from kb.chain import run_audit
 from kb.config import DEMO_ROOT, Settings
@@ -74,12 +75,14 @@ def score_result(result) -> dict[str, float]:
     return score({d.doc_id: d.text for d in result.documents}, spans, load_expected())
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--depth", default="D1", help="verification depth (default D1)")
+class Params(BaseModel):
+    """`kbaudit bench demo` parameters."""
+
+    depth: str = Field("D1", description="verification depth (default D1)")
 
 
-def run(args: argparse.Namespace) -> dict[str, float]:
-    settings = Settings(depth=getattr(args, "depth", "D1")).validate()
+def run(params: Params) -> dict[str, float]:
+    settings = Settings(depth=params.depth).validate()
     result = run_audit(settings)
     metrics = score_result(result)
     metrics["seconds"] = result.seconds

@@ -44,7 +44,6 @@ format counts whole.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
@@ -55,6 +54,7 @@ from datetime import date
 from pathlib import Path
 
 import numpy as np
+from pydantic import BaseModel, Field
 
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify import Verifier, VerifierSettings
@@ -68,17 +68,20 @@ VITC = {"SUPPORTS": "supported", "REFUTES": "contradicted", "NOT ENOUGH INFO": "
 SCIFACT = {"SUPPORT": "supported", "CONTRADICT": "contradicted"}
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--fever", help="FEVER-Lite JSONL (claim, label, evidence: [sentences])")
-    parser.add_argument("--vitaminc", help="VitaminC JSONL (claim, evidence, label, page)")
-    parser.add_argument("--scifact-claims", help="SciFact claims JSONL (id, claim, evidence)")
-    parser.add_argument("--scifact-corpus", help="SciFact corpus JSONL (doc_id, title, abstract)")
-    parser.add_argument("--limit", type=int, default=None, help="at most N records of each set (after the split)")
-    parser.add_argument("--model-path", default=None, help="a local CrossEncoder replacing the shipped verifier")
-    parser.add_argument("--cache-dir", default=None, help="embedding cache for the SciFact corpus (default: a fresh one)")
-    parser.add_argument("--systems", default="full,rules,lexical", help="comma-separated subset of full,rules,lexical")
-    parser.add_argument("--model-cache", default=None,
-                        help="pickle file of model probabilities per (claim, sentence), reused across runs (figures only)")  # fmt: skip
+class Params(BaseModel):
+    """`kbaudit bench labels` parameters."""
+
+    fever: str | None = Field(None, description="FEVER-Lite JSONL (claim, label, evidence: [sentences])")
+    vitaminc: str | None = Field(None, description="VitaminC JSONL (claim, evidence, label, page)")
+    scifact_claims: str | None = Field(None, description="SciFact claims JSONL (id, claim, evidence)")
+    scifact_corpus: str | None = Field(None, description="SciFact corpus JSONL (doc_id, title, abstract)")
+    limit: int | None = Field(None, description="at most N records of each set (after the split)")
+    model_path: str | None = Field(None, description="a local CrossEncoder replacing the shipped verifier")
+    cache_dir: str | None = Field(None, description="embedding cache for the SciFact corpus (default: a fresh one)")
+    systems: str = Field("full,rules,lexical", description="comma-separated subset of full,rules,lexical")
+    model_cache: str | None = Field(
+        None, description="pickle file of model probabilities per (claim, sentence), reused across runs (figures only)"
+    )
 
 
 class CachedModel:
@@ -153,7 +156,7 @@ def verify_with(system, claims: list[Claim], evidence: dict[str, list[Evidence]]
     return verdicts, judged
 
 
-def make_systems(args) -> dict[str, object]:
+def make_systems(args: Params) -> dict[str, object]:
     wanted = [s.strip() for s in (getattr(args, "systems", None) or "full,rules,lexical").split(",") if s.strip()]
     out = {}
     if "full" in wanted:
@@ -400,7 +403,7 @@ def bench_scifact(systems, rows, corpus_path, cache_dir, limit_corpus=None) -> d
     return out
 
 
-def run(args: argparse.Namespace) -> dict[str, float]:
+def run(args: Params) -> dict[str, float]:
     systems = make_systems(args)
     limit = getattr(args, "limit", None)
     metrics: dict[str, float] = {}

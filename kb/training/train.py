@@ -19,17 +19,17 @@ cleanly, then calibrates (temperature scaling on the validation parts) and write
 
 from __future__ import annotations
 
-import argparse
 import glob
 import json
 import math
 import random
-import sys
 import sysconfig
 import time
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from kb.training import splits
 from kb.training import synth
@@ -257,30 +257,30 @@ def evaluate(torch, model, tok, val: dict, max_length: int, T: float = 1.0, bf16
 # CLI
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", default="../shared/data", help="folder with vitaminc/, fever/, scifact/")
-    parser.add_argument("--out", default=str(WEIGHTS_DIR), help="where verifier.safetensors + manifest.json go")
-    parser.add_argument("--minutes", type=float, default=60.0, help="wall-clock budget, everything included")
-    parser.add_argument("--steps", type=int, default=0, help="fixed number of optimiser steps (overrides the budget)")
-    parser.add_argument("--epochs", type=float, default=3.0, help="upper bound on passes over the real pairs")
-    parser.add_argument("--synth-ratio", type=float, default=0.6, help="synthetic pairs per real pair, per epoch")
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--lr", type=float, default=8e-5)
-    parser.add_argument("--warmup", type=float, default=0.06, help="warmup share of the steps")
-    parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--scifact", action="store_true",
-                        help="also train on SciFact train (CC BY-NC: evaluation-only licence; off by default)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads for training (1 is fastest on a shared, busy CPU)")
-    parser.add_argument("--precision", choices=["auto", "bf16", "fp32"], default="auto",
-                        help="auto: bf16 autocast where the CPU has native bf16")
-    parser.add_argument("--init-from", default="",
-                        help="a weights folder (verifier.safetensors + manifest.json) to continue training from")
-    parser.add_argument("--val-cap", type=int, default=4000, help="max validation pairs per set for calibration")
+class Params(BaseModel):
+    """`kbaudit train-verifier` parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data: str = Field("../shared/data", description="folder with vitaminc/, fever/, scifact/")
+    out: str = Field(str(WEIGHTS_DIR), description="where verifier.safetensors + manifest.json go")
+    minutes: float = Field(60.0, description="wall-clock budget, everything included")
+    steps: int = Field(0, description="fixed number of optimiser steps (overrides the budget)")
+    epochs: float = Field(3.0, description="upper bound on passes over the real pairs")
+    synth_ratio: float = Field(0.6, description="synthetic pairs per real pair, per epoch")
+    batch_size: int = 16
+    lr: float = 8e-5
+    warmup: float = Field(0.06, description="warmup share of the steps")
+    max_length: int = 128
+    seed: int = 13
+    scifact: bool = Field(False, description="also train on SciFact train (CC BY-NC: evaluation-only licence; off by default)")
+    threads: int = Field(1, description="torch threads for training (1 is fastest on a shared, busy CPU)")
+    precision: Literal["auto", "bf16", "fp32"] = Field("auto", description="auto: bf16 autocast where the CPU has native bf16")
+    init_from: str = Field("", description="a weights folder (verifier.safetensors + manifest.json) to continue training from")
+    val_cap: int = Field(4000, description="max validation pairs per set for calibration")
 
 
-def run(args: argparse.Namespace) -> dict[str, float]:
+def run(args: Params) -> dict[str, float]:
     import torch
 
     from kb.verify.model import cpu_has_bf16
@@ -459,15 +459,3 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     log(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) in {manifest['total_minutes']} min total")
     return {k: float(v) for k, v in figures.items()} | {"temperature": T, "train_minutes": train_s / 60}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kbaudit train-verifier", description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    res = run(parser.parse_args(argv))
-    print(json.dumps(res, indent=2))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
