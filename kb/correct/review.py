@@ -16,8 +16,10 @@ flow for `kbaudit run --apply`.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import getpass
+import json
 import os
 import stat
 import tempfile
@@ -29,7 +31,7 @@ import duckdb
 import pandas as pd
 
 from kb.config import DEMO_ROOT, ConfigError
-from kb.records import Edit, content_hash
+from kb.records import Claim, Edit, Evidence, Verdict, content_hash
 from kb.store import Store
 from kb.correct.versions import BOM, encode_like, splice, unified_diff
 
@@ -37,10 +39,19 @@ DECISIONS = {
     "approve": "approve", "approved": "approve", "accept": "approve", "accepted": "approve", "yes": "approve",
     "reject": "reject", "rejected": "reject", "no": "reject",
 }
-# Which states a decision may follow.
+# Which states a decision may follow. An edit that needs a rewrite is approved only with the
+# reviewer's text, once the verifier has found that text supported (`approve_edited`).
 APPROVABLE = ("queued", "auto", "approved", "rejected")
 REJECTABLE = ("queued", "auto", "approved", "rejected", "needs_rewrite")
+APPROVABLE_WITH_TEXT = APPROVABLE + ("needs_rewrite",)
 TMP_SUFFIX = ".kbaudit-tmp"
+# An edit's newest step as one string: a decision made against a page showing an older step is
+# refused (`expected=` in `decide`), so two reviewers deciding at once cannot both win silently.
+STATE_TOKEN_SQL = "state || '|' || coalesce(CAST(epoch_us(state_at) AS VARCHAR), '') || '|' || run_id"
+
+
+class DecisionConflict(ConfigError):
+    """Someone else decided (or applied) the edit after the page the decision was made on."""
 
 
 def default_reviewer() -> str:
@@ -119,7 +130,25 @@ def rejected_proposals(store: Store) -> dict[str, str]:
 
 
 # ---- decisions ---------------------------------------------------------------------------
-def _decision_rows(store: Store, items: list[tuple[str, str, str]], reviewer: str, origin: str) -> list[dict]:
+def state_tokens(store: Store) -> dict[str, tuple[str, str, str | None]]:
+    """Edit id -> (state token, state, who made the newest step)."""
+    frame = _query(store, f"SELECT edit_id, {STATE_TOKEN_SQL} AS token, state, state_by FROM edit_state")
+    return {r.edit_id: (r.token, r.state, None if pd.isna(r.state_by) else r.state_by) for r in frame.itertuples(index=False)}
+
+
+def check_unchanged(store: Store, expected: dict[str, str]) -> None:
+    """Raise `DecisionConflict` if an edit's state token is no longer the one given."""
+    tokens = state_tokens(store)
+    stale = [(e, tokens[e]) for e, token in expected.items() if e in tokens and tokens[e][0] != token]
+    if stale:
+        what = "; ".join(f"{e} is now {state}{f' (by {by})' if by else ''}" for e, (_t, state, by) in stale[:3])
+        more = f" (and {len(stale) - 3} more)" if len(stale) > 3 else ""
+        raise DecisionConflict(f"changed since the page was loaded: {what}{more}; nothing was recorded, reload to see the newest state")
+
+
+def _decision_rows(
+    store: Store, items: list[tuple[str, str, str]], reviewer: str, origin: str, approvable: tuple[str, ...] = APPROVABLE
+) -> list[dict]:
     """Validate (edit id or prefix, decision, note) items; all or none become rows."""
     rows, problems = [], []
     states = dict(_query(store, "SELECT edit_id, state FROM edit_state").itertuples(index=False, name=None))
@@ -135,7 +164,7 @@ def _decision_rows(store: Store, items: list[tuple[str, str, str]], reviewer: st
         state = states.get(edit_id)
         if decision is None:
             problems.append(f"{edit_id}: decision must be approve or reject, got {raw_decision!r}")
-        elif decision == "approve" and state not in APPROVABLE:
+        elif decision == "approve" and state not in approvable:
             problems.append(f"{edit_id}: cannot approve an edit that is {state}")
         elif decision == "reject" and state not in REJECTABLE:
             problems.append(f"{edit_id}: cannot reject an edit that is {state}")
@@ -149,12 +178,117 @@ def _decision_rows(store: Store, items: list[tuple[str, str, str]], reviewer: st
     return rows
 
 
-def decide(store: Store, edit_ids: list[str], decision: str, reviewer: str | None = None, note: str = "", origin: str = "cli") -> list[dict]:
-    """Append one decision per edit (all validated first; nothing is written if one is bad)."""
+def decide(
+    store: Store, edit_ids: list[str], decision: str, reviewer: str | None = None, note: str = "", origin: str = "cli",
+    expected: dict[str, str] | None = None,
+) -> list[dict]:
+    """Append one decision per edit (all validated first; nothing is written if one is bad).
+
+    ``expected``: edit id -> the state token (``STATE_TOKEN_SQL``) the reviewer saw; if any edit
+    has had a step since, `DecisionConflict` is raised and nothing is written. The caller holds
+    the store's write lock, so the check and the append are one step for every writer."""
+    if expected:
+        check_unchanged(store, expected)
     rows = _decision_rows(store, [(e, decision, note) for e in edit_ids], reviewer or default_reviewer(), origin)
     if rows:
         store.append_table("review_decisions", rows)
     return rows
+
+
+def _arrow_rows(store: Store, sql: str, params: list) -> list[dict]:
+    con = store.connect(read_only=True)
+    try:
+        return con.sql(sql, params=params).to_arrow_table().to_pylist()
+    finally:
+        con.close()
+
+
+def run_verifier(store: Store, run_id: str):
+    """The verifier the run used (its depth and model), and the run's date."""
+    from kb.verify import verifier_for  # the model loads on first use, not on import
+
+    config = json.loads(_query(store, "SELECT config FROM runs WHERE run_id = ?", [run_id]).config.iloc[0] or "{}")
+    today = dt.date.fromisoformat(config["today"]) if config.get("today") else None
+    if today is None:
+        today = pd.Timestamp(_query(store, "SELECT started_at FROM runs WHERE run_id = ?", [run_id]).started_at.iloc[0]).date()
+    return verifier_for(config.get("model_path"), str(config.get("depth") or "D1") != "D0"), today
+
+
+def recheck_inputs(store: Store, edit_id: str, text: str) -> tuple[Claim, list[Evidence]]:
+    """The claim of an edit with ``text`` in place of the sentence it was written from, and the
+    evidence the edit was drafted on (the claim's ranked evidence of the edit's run).
+
+    The claim's self-contained wording (``Claim.text``) gets the reviewer's text in place of that
+    sentence; where it does not contain the sentence, the text is checked as written."""
+    text = text.strip()
+    if not text:
+        raise ConfigError(f"{edit_id}: the edited text is empty")
+    edit = _arrow_rows(store, "SELECT claim_id, run_id, old_text FROM edit_state WHERE edit_id = ?", [edit_id])[0]
+    claims = _arrow_rows(store, "SELECT * FROM claims_history WHERE run_id = ? AND claim_id = ?", [edit["run_id"], edit["claim_id"]])
+    if not claims:
+        raise ConfigError(f"{edit_id}: its claim is not in run {edit['run_id']}")
+    names = {f.name for f in dataclasses.fields(Claim)}
+    claim = Claim(**{k: v for k, v in claims[0].items() if k in names})
+    claim = dataclasses.replace(
+        claim,
+        requirements=tuple(claim.requirements or ()),
+        text=claim.text.replace(edit["old_text"], text) if edit["old_text"] and edit["old_text"] in claim.text else text,
+        source_text=text,
+    )
+    names = {f.name for f in dataclasses.fields(Evidence)}
+    evidence = [
+        Evidence(**{k: v for k, v in row.items() if k in names})
+        for row in _arrow_rows(store, "SELECT * FROM evidence WHERE run_id = ? AND claim_id = ? ORDER BY rank", [edit["run_id"], edit["claim_id"]])
+    ]
+    return claim, evidence
+
+
+def reverify(store: Store, edit_id: str, text: str, verifier=None, today: dt.date | None = None) -> Verdict:
+    """The verifier's verdict on ``text`` in place of the edit's claim, against the same evidence
+    the edit was drafted on (`recheck_inputs`), as drafts are checked; by default with the run's
+    own verifier and date (`run_verifier`)."""
+    edit_id = resolve(store, edit_id)
+    claim, evidence = recheck_inputs(store, edit_id, text)
+    if verifier is None or today is None:
+        run_id = _query(store, "SELECT run_id FROM edit_state WHERE edit_id = ?", [edit_id]).run_id.iloc[0]
+        default_verifier, run_today = run_verifier(store, run_id)
+        verifier, today = verifier or default_verifier, today or run_today
+    return verifier.verify([claim], {claim.claim_id: evidence}, today)[0]
+
+
+def record_edited(
+    store: Store, edit_id: str, text: str, verdict: Verdict, reviewer: str | None = None, note: str = "",
+    origin: str = "cli", expected: dict[str, str] | None = None,
+) -> list[dict]:
+    """Append an approval with the reviewer's ``text`` and the verifier's ``verdict`` on it (from
+    `reverify` of that same text); nothing unless the verdict is `supported`."""
+    edit_id = resolve(store, edit_id)
+    if expected:
+        check_unchanged(store, expected)
+    if verdict.label != "supported":
+        return []
+    rows = _decision_rows(
+        store, [(edit_id, "approve", note)], reviewer or default_reviewer(), origin, approvable=APPROVABLE_WITH_TEXT
+    )
+    for row in rows:
+        row.update(new_text=text.strip(), check_label=verdict.label, check_confidence=float(verdict.confidence),
+                   check_rationale=verdict.rationale)
+    store.append_table("review_decisions", rows)
+    return rows
+
+
+def approve_edited(
+    store: Store, edit_id: str, text: str, reviewer: str | None = None, note: str = "", origin: str = "cli",
+    expected: dict[str, str] | None = None, verifier=None, today: dt.date | None = None,
+) -> tuple[Verdict, list[dict]]:
+    """Edit-then-approve: re-verify the reviewer's ``text`` (`reverify`) and, only if the verifier
+    finds it supported, append an approval carrying the text and the verifier's conclusion.
+    Returns (the verdict, the rows written: none when the text was not supported)."""
+    edit_id = resolve(store, edit_id)
+    if expected:
+        check_unchanged(store, expected)
+    verdict = reverify(store, edit_id, text, verifier=verifier, today=today)
+    return verdict, record_edited(store, edit_id, text, verdict, reviewer, note, origin, expected)
 
 
 def read_decisions_file(path: str | Path) -> pd.DataFrame:

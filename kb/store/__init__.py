@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from kb.errors import ConfigError, StoreDamaged, StoreError, StoreLocked
 from kb.log import logger
+from kb.records import content_hash
 from kb.store.schema import APPEND_ONLY, RUN_TABLES, SCHEMAS
 from kb.store.views import view_sql
 
@@ -126,6 +127,25 @@ class Store:
                 "restore it from a backup or move it out of the store, then run again"
             )
 
+    def writer(self) -> str | None:
+        """The pid of the process holding the write lock (a running audit, a review command), or
+        None when it is free. A probe: a shared lock taken and dropped at once, never waited on."""
+        if self._lock_fd is not None:
+            return str(os.getpid())
+        try:
+            fd = os.open(self.root / ".lock", os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
+
     def unlock(self) -> None:
         if self._lock_fd is not None:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
@@ -213,9 +233,6 @@ class Store:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staged / table, target)
         shutil.rmtree(staged, ignore_errors=True)
-        for table in APPEND_ONLY:  # so that every view has a file to read from the first run on
-            if not any((self.root / table).glob("*.parquet")):
-                self.append_table(table, [], refresh=False)
         self.refresh_views()
 
     # ---- reading -------------------------------------------------------------------
@@ -252,8 +269,23 @@ class Store:
         here = str(self.root.resolve()).replace("'", "''")
         return row is not None and f"'{here}/runs/" not in row[0]
 
+    def _schema_files(self) -> None:
+        """An empty file with the current schema in each append-only table: every view has a file
+        to read from the first run on, and a column added to a table later (read with
+        union_by_name) exists for the views even in a store whose rows were all written before."""
+        for table in APPEND_ONLY:
+            schema = SCHEMAS[table]
+            path = self.root / table / f"part-schema-{content_hash(schema.to_string(), 12)}.parquet"
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(path.name + ".tmp")
+                pq.write_table(to_arrow(table, []), tmp)
+                os.replace(tmp, path)
+
     def refresh_views(self) -> None:
         """(Re)create the DuckDB views; paths are absolute so the file works from any folder."""
+        if self.run_ids():
+            self._schema_files()
         statements = view_sql(self._glob) if self.run_ids() else []
         con = duckdb.connect(str(self.root / DB_FILE))
         try:

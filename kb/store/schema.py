@@ -197,7 +197,13 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("reviewer", _STR),
             ("note", _STR),
             ("decided_at", pa.timestamp("us", tz="UTC")),
-            ("origin", _STR),  # cli | import:<file>
+            ("origin", _STR),  # cli | import:<file> | web
+            # An approval with the reviewer's own text (edit-then-approve), and what the verifier
+            # concluded when it re-checked that text against the edit's evidence; null otherwise.
+            ("new_text", _STR),
+            ("check_label", _STR),
+            ("check_confidence", pa.float64()),
+            ("check_rationale", _STR),
         ]
     ),
     "edit_events": pa.schema(

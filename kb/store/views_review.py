@@ -3,7 +3,9 @@
 - `edit_history`: every step of every edit, oldest first: drafted by a run (its draft status),
   approved or rejected by a reviewer, applying / applied / conflicted by apply.
 - `edit_state`: one row per edit: its newest `edits` row, the `edit_details` of that run, and
-  `state`, the newest step (a decision or an apply event overrides the draft status).
+  `state`, the newest step (a decision or an apply event overrides the draft status). `new_text`
+  is the reviewer's text when an approval gave one (edit-then-approve; the newest such
+  decision), else the drafted text, which stays in `drafted_text`.
 - `review_queue` (replaces the base view): edits of the newest run still waiting for a human
   (`queued`, or `needs_rewrite` with the evidence attached), with the document's owner and title.
 - `version_history`: document versions the runs accepted (`diffs`) and the files that apply
@@ -37,14 +39,21 @@ def view_sql() -> list[str]:
                     SELECT edit_id, status, actor, note, event_at FROM edit_events
                 )
                 QUALIFY row_number() OVER (PARTITION BY edit_id ORDER BY happened_at DESC) = 1
+            ), texts AS (
+                SELECT edit_id, new_text AS reviewed_text, reviewer AS text_by FROM review_decisions
+                WHERE new_text IS NOT NULL
+                QUALIFY row_number() OVER (PARTITION BY edit_id ORDER BY decided_at DESC) = 1
             )
-            SELECT l.*, coalesce(a.state, l.status) AS state, a.actor AS state_by, a.note AS state_note,
+            SELECT l.* REPLACE (coalesce(t.reviewed_text, l.new_text) AS new_text),
+                   l.new_text AS drafted_text, t.text_by,
+                   coalesce(a.state, l.status) AS state, a.actor AS state_by, a.note AS state_note,
                    a.happened_at AS state_at, d.method, d.label_before, d.confidence_before, d.label_after,
                    d.confidence_after, d.rationale_after, d.claim_value, d.evidence_value,
                    d.evidence_sentence, d.evidence_source, d.evidence_date, d.evidence_authority,
                    d.risk_score, d.risk_factors, d.proposal_key, d.evidence_key
             FROM latest l
             LEFT JOIN acts a ON a.edit_id = l.edit_id
+            LEFT JOIN texts t ON t.edit_id = l.edit_id
             LEFT JOIN edit_details d ON d.edit_id = l.edit_id AND d.run_id = l.run_id""",
         # Joined on run_id too: besides being exact (the owner as of the edit's run), it avoids
         # a DuckDB 2.0.1 optimizer fault that dropped edits of documents without an owner.
