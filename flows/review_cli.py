@@ -1,4 +1,5 @@
-"""`kbaudit review list|show|approve|reject|import|apply`: the human review queue (kb.correct.review)."""
+"""`kbaudit review list|show|approve|reject|import|apply|serve`: the human review queue
+(kb.correct.review); `serve` is the same queue in the browser (flows.review_app)."""
 
 from __future__ import annotations
 
@@ -123,8 +124,16 @@ def cmd_apply(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    from flows.review_app import serve
+
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port must be 0..65535, got {args.port}")
+    return serve(args.out, host=args.host, port=args.port, token=args.token, reviewer=args.reviewer)
+
+
 def register(sub) -> None:
-    review = sub.add_parser("review", help="the human review queue: list, show, approve, reject, import, apply")
+    review = sub.add_parser("review", help="the human review queue: list, show, approve, reject, import, apply, serve")
     review_sub = review.add_subparsers(dest="review_command", required=True)
 
     def command(name: str, func, help_text: str, *, decides: bool = False):
@@ -159,3 +168,8 @@ def register(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
     p.add_argument("--docs", help="the KB folder (default: the newest run's)")
     p.add_argument("--json", action="store_true")
+
+    p = command("serve", cmd_serve, "the review queue in the browser (a local web app)", decides=True)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; any other needs --token)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    p.add_argument("--token", help="access token the browser must present (default: $KBAUDIT_REVIEW_TOKEN); required off loopback")

@@ -1,0 +1,469 @@
+"""`kbaudit review serve`, driven in real headless Chromium (selenium + Debian's chromedriver).
+
+One real audit of a copy of the demo KB (through the flow and the real verifier) builds the store;
+`kbaudit review serve` runs as a real server in its own process on a free loopback port. The
+browser loads the queue, filters, opens edits, approves, rejects, edits-then-approves and applies;
+the test then reads the store with DuckDB and the KB files from disk. Plain HTTP requests (httpx)
+check what a browser would not send: a POST without the CSRF token, two reviewers posting at
+once, decisions while another process holds the store's lock, and the token a server needs.
+
+KBAUDIT_SCREENSHOTS=DIR saves screenshots of the pages to DIR (docs/images for the docs).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import httpx
+import pytest
+
+from kb.config import DEMO_ROOT
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+CHROMIUM = Path("/usr/bin/chromium")
+# Shown as text, never run: a document title and owner from front matter.
+XSS_TITLE = "<script>document.body.dataset.xss='script'</script><img src=x onerror=\"document.body.dataset.xss='img'\">SLA"
+XSS_OWNER = "<b onmouseover=alert(1)>Reliability</b>"
+
+needs_browser = pytest.mark.skipif(
+    not CHROMEDRIVER.exists() or not CHROMIUM.exists(),
+    reason="headless Chromium is not installed (/usr/bin/chromedriver; apt-get install chromium chromium-driver)",
+)
+
+
+def _sql(out: Path, sql: str, params=None) -> list[tuple]:
+    con = duckdb.connect(str(out / "kbaudit.duckdb"), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(out: Path, *extra: str, env: dict | None = None) -> tuple[subprocess.Popen, str, Path]:
+    port = _free_port()
+    log = Path(tempfile.mkstemp(prefix="kbaudit-review-serve-", suffix=".log")[1])
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flows.cli", "review", "serve", "--out", str(out), "--port", str(port), *extra],
+            cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"review serve exited {proc.returncode}: {log.read_text()}")
+        try:
+            httpx.get(base + "/static/app.css", timeout=2)
+            return proc, base, log
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    proc.kill()
+    raise AssertionError(f"review serve did not answer within 90 s: {log.read_text()}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def demo(prefect_harness, tmp_path_factory):
+    """A real audit of a copy of the demo KB whose SLA page has a title and owner that are HTML."""
+    from flows.audit import audit
+    from kb.config import Settings
+    from tests.conftest import DEMO_TODAY
+
+    base = tmp_path_factory.mktemp("review-app")
+    shutil.copytree(DEMO_ROOT / "docs", base / "docs")
+    shutil.copytree(DEMO_ROOT / "sources", base / "sources")
+    sla = base / "docs" / "sla.md"
+    text = sla.read_text("utf-8")
+    text = text.replace("title: Service Level Agreement Summary", "title: '" + XSS_TITLE.replace("'", "''") + "'")
+    text = text.replace("owner: Reliability", "owner: '" + XSS_OWNER + "'")
+    sla.write_text(text, "utf-8")
+    out = base / "out"
+    settings = Settings(docs=base / "docs", sources=[base / "sources"], out=out, today=date.fromisoformat(DEMO_TODAY))
+    audit(settings)
+    return base / "docs", out
+
+
+@pytest.fixture(scope="module")
+def server(demo):
+    docs, out = demo
+    proc, base, log = _serve(out, "--reviewer", "ann")
+    try:
+        yield base
+    finally:
+        _stop(proc)
+        log.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMEDRIVER.exists() or not CHROMIUM.exists():
+        pytest.skip("headless Chromium is not installed (/usr/bin/chromedriver; apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="kbaudit-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                "--window-size=1400,1000", f"--user-data-dir={profile}"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(120)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _shot(driver, name: str) -> None:
+    folder = os.environ.get("KBAUDIT_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(Path(folder) / name))
+
+
+def _wait(driver, condition, timeout: float = 60):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(condition)
+
+
+def _rows(driver) -> list:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, "#queue tbody tr")
+
+
+def _csp_violations(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]
+
+
+# ---- in the browser ------------------------------------------------------------------------
+@needs_browser
+def test_queue_filters_sort_and_the_edit_page(demo, server, browser):
+    from selenium.webdriver.common.by import By
+
+    docs, out = demo
+    queued = _sql(out, "SELECT edit_id, risk, doc_id, owner FROM review_queue")
+    assert len(queued) >= 10
+    browser.get(server + "/")
+    assert len(_rows(browser)) == len(queued)
+    assert browser.find_element(By.ID, "count").text.startswith(f"{len(queued)} of {len(queued)}")
+    _shot(browser, "review-app.png")
+
+    # The HTML title and owner are text on the page; none of it ran.
+    assert XSS_TITLE in browser.find_element(By.TAG_NAME, "body").text
+    assert XSS_OWNER in browser.find_element(By.TAG_NAME, "body").text
+    assert browser.execute_script("return document.body.dataset.xss") is None
+    assert not browser.find_elements(By.CSS_SELECTOR, "#queue img, #queue b, main script")
+
+    # Filter: risk = high; the facet's count is the number of rows shown, all of them high.
+    high = sum(r[1] == "high" for r in queued)
+    link = browser.find_element(By.CSS_SELECTOR, "#facet-risk a[data-value='high']")
+    facet_count = int(link.find_element(By.XPATH, "following-sibling::span").text)
+    link.click()
+    _wait(browser, lambda d: "risk=high" in d.current_url)
+    assert facet_count == high == len(_rows(browser))
+    assert {r.find_element(By.CSS_SELECTOR, ".risk").text for r in _rows(browser)} == {"high"}
+    # Counts per filter follow the other filters: the owner facet now counts high-risk edits only.
+    owner_counts = {a.get_attribute("data-value"): int(a.find_element(By.XPATH, "following-sibling::span").text)
+                    for a in browser.find_elements(By.CSS_SELECTOR, "#facet-owner a[data-value]")}
+    expected = {}
+    for _e, risk, _d, owner in queued:
+        if risk == "high":
+            expected[owner or "(no owner)"] = expected.get(owner or "(no owner)", 0) + 1
+    assert owner_counts == expected
+    # Two filters at once, then sort by document.
+    doc = sorted(r[2] for r in queued if r[1] == "high")[0]
+    browser.find_element(By.CSS_SELECTOR, f"#facet-doc a[data-value='{doc}']").click()
+    _wait(browser, lambda d: "doc=" in d.current_url)
+    assert len(_rows(browser)) == sum(r[1] == "high" and r[2] == doc for r in queued)
+    browser.get(server + "/?sort=doc")
+    shown = [r.find_element(By.CSS_SELECTOR, "code").text for r in _rows(browser)]
+    assert shown == sorted(shown) and len(shown) == len(queued)
+
+    # Keyboard: j selects the first row, o opens it.
+    browser.get(server + "/")
+    first = _rows(browser)[0].get_attribute("data-edit")
+    browser.find_element(By.TAG_NAME, "body").send_keys("j")
+    assert "current" in _rows(browser)[0].get_attribute("class")
+    browser.find_element(By.TAG_NAME, "body").send_keys("o")
+    _wait(browser, lambda d: f"/edit/{first}" in d.current_url)
+
+    # The edit page: claim in its paragraph, the diff, evidence with source, version, date and
+    # receipt status, the gap and the rationale.
+    edit_id, old, new, doc_id, sentence = _sql(
+        out, "SELECT edit_id, old_text, new_text, doc_id, evidence_sentence FROM edit_state WHERE edit_id = ?", [first])[0]
+    assert browser.find_element(By.ID, "edit-id").text == edit_id
+    paragraph = browser.find_element(By.ID, "paragraph")
+    assert paragraph.find_element(By.TAG_NAME, "mark").text == old
+    assert old in (docs / doc_id).read_text("utf-8")
+    diff = browser.find_element(By.ID, "diff")
+    if old != new:
+        assert diff.find_elements(By.TAG_NAME, "del") and diff.find_elements(By.TAG_NAME, "ins")
+        assert "".join(i.text for i in diff.find_elements(By.TAG_NAME, "ins")) in new
+    evidence = browser.find_elements(By.CSS_SELECTOR, "article.ev")
+    stored = _sql(out, "SELECT source_id, source_version, source_date FROM evidence e JOIN edit_state s "
+                       "ON e.claim_id = s.claim_id AND e.run_id = s.run_id WHERE s.edit_id = ? ORDER BY rank", [edit_id])
+    assert len(evidence) == len(stored) > 0
+    meta = evidence[0].find_element(By.CSS_SELECTOR, ".meta").text
+    assert stored[0][0] in meta and stored[0][1] in meta and str(stored[0][2]) in meta
+    assert {e.find_element(By.CSS_SELECTOR, ".receipt").text for e in evidence} == {"receipt verified"}
+    marks = [m.text for m in browser.find_elements(By.CSS_SELECTOR, "article.ev mark")]
+    assert sentence in marks
+    gap_type, rationale = _sql(out, "SELECT v.gap_type, v.rationale FROM verdicts v JOIN edit_state s "
+                                    "ON v.claim_id = s.claim_id AND v.run_id = s.run_id WHERE s.edit_id = ?", [edit_id])[0]
+    assert browser.find_element(By.ID, "rationale").text == rationale
+    assert (gap_type or "none recorded") in browser.find_element(By.ID, "gap").text
+
+    # The XSS document's own page: title and owner as text there too.
+    sla = _sql(out, "SELECT edit_id FROM review_queue WHERE doc_id = 'sla.md' LIMIT 1")
+    assert sla, "the SLA page has an edit in the queue"
+    browser.get(f"{server}/edit/{sla[0][0]}")
+    assert browser.find_element(By.ID, "doc-title").text == XSS_TITLE
+    assert XSS_OWNER in browser.find_element(By.CSS_SELECTOR, ".docline").text
+    assert browser.execute_script("return document.body.dataset.xss") is None
+    assert not _csp_violations(browser), "the pages need no inline script or style"
+
+
+@needs_browser
+def test_approve_reject_edit_then_approve_and_apply(demo, server, browser):
+    from selenium.webdriver.common.by import By
+
+    docs, out = demo
+    queue = _sql(out, "SELECT edit_id, doc_id, old_text, new_text FROM review_queue WHERE state = 'queued' ORDER BY edit_id")
+    backup = next(r for r in queue if r[1] == "backups.md" and "every 4 hours" in r[3])
+    others = [r for r in queue if r[1] != backup[1]]
+    approve, reject = others[0], next(r for r in others if r[1] != others[0][1])
+    before = {p.name: p.read_text("utf-8") for p in docs.glob("*.md")}
+
+    # Approve with the keyboard ("a").
+    browser.get(f"{server}/edit/{approve[0]}")
+    browser.find_element(By.TAG_NAME, "body").send_keys("a")
+    _wait(browser, lambda d: "flash=approved" in d.current_url)
+    assert browser.find_element(By.ID, "flash").text == f"Approved {approve[0]}"
+
+    # Reject with a note ("r" focuses the note).
+    browser.get(f"{server}/edit/{reject[0]}")
+    browser.find_element(By.TAG_NAME, "body").send_keys("r")
+    note = browser.switch_to.active_element
+    assert note.get_attribute("id") == "reject-note"
+    note.send_keys("the wiki is right: <b>checked</b> with the team")
+    browser.find_element(By.ID, "reject").click()
+    _wait(browser, lambda d: "flash=rejected" in d.current_url)
+
+    # Edit, then approve: a text the evidence refutes is refused with the verifier's reading...
+    browser.get(f"{server}/edit/{backup[0]}")
+    box = browser.find_element(By.ID, "edit-text")
+    box.clear()
+    box.send_keys("Database backups are taken every 12 hours.")
+    browser.find_element(By.ID, "edit-approve").click()
+    _wait(browser, lambda d: d.find_elements(By.ID, "check"), timeout=180)
+    assert browser.find_element(By.ID, "check-label").text in ("contradicted", "stale", "uncertain")
+    assert "Not approved" in browser.find_element(By.ID, "check").text
+    assert browser.find_element(By.ID, "state").text == "queued"
+    # ... and one it supports is approved, with what the verifier concluded.
+    mine = "Database backups are taken every 4 hours."
+    box = browser.find_element(By.ID, "edit-text")
+    box.clear()
+    box.send_keys(mine)
+    browser.find_element(By.ID, "edit-approve").click()
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#check.ok"), timeout=180)
+    assert browser.find_element(By.ID, "check-label").text == "supported"
+    assert browser.find_element(By.ID, "state").text == "approved"
+    _shot(browser, "review-app-verified.png")
+
+    # Apply: the preview lists the documents, the button writes them.
+    browser.get(server + "/apply")
+    planned = {r.find_element(By.TAG_NAME, "code").text for r in browser.find_elements(By.CSS_SELECTOR, "#outcomes tbody tr")}
+    assert {approve[1], backup[1]} <= planned
+    assert {p.name: p.read_text("utf-8") for p in docs.glob("*.md")} == before, "the preview writes nothing"
+    browser.find_element(By.ID, "apply").click()
+    _wait(browser, lambda d: d.find_element(By.TAG_NAME, "h1").text == "Applied")
+    statuses = {r.find_elements(By.TAG_NAME, "td")[1].text for r in browser.find_elements(By.CSS_SELECTOR, "#outcomes tbody tr")}
+    assert statuses == {"applied"}
+
+    # The store: the same append-only decision rows the CLI writes, and the apply steps.
+    decisions = {r[0]: r[1:] for r in _sql(out, "SELECT edit_id, decision, reviewer, note, origin, new_text, check_label FROM review_decisions")}
+    assert decisions[approve[0]] == ("approve", "ann", "", "web", None, None)
+    assert decisions[reject[0]] == ("reject", "ann", "the wiki is right: <b>checked</b> with the team", "web", None, None)
+    assert decisions[backup[0]] == ("approve", "ann", "", "web", mine, "supported")
+    states = dict(_sql(out, "SELECT edit_id, state FROM edit_state"))
+    assert states[approve[0]] == states[backup[0]] == "applied" and states[reject[0]] == "rejected"
+    # The KB files on disk.
+    after = {p.name: p.read_text("utf-8") for p in docs.glob("*.md")}
+    assert mine in after["backups.md"] and backup[2] not in after["backups.md"]
+    assert approve[3] in after[approve[1]] and approve[2] not in after[approve[1]]
+    assert reject[2] in after[reject[1]]
+    written = dict(_sql(out, "SELECT doc_id, version_id FROM applied_versions"))
+    from kb.records import content_hash
+
+    assert all(content_hash((docs / d).read_bytes()) == v for d, v in written.items())
+
+    # Applied edits take no decision, and a second apply applies nothing twice.
+    browser.get(f"{server}/edit/{backup[0]}")
+    assert browser.find_element(By.ID, "state").text == "applied"
+    assert not browser.find_elements(By.ID, "approve-form")
+    browser.get(server + "/apply")
+    assert browser.find_elements(By.ID, "nothing")
+
+
+@needs_browser
+def test_bulk_reject_of_a_filtered_set(demo, server, browser):
+    from selenium.webdriver.common.by import By
+
+    docs, out = demo
+    doc = _sql(out, "SELECT doc_id FROM review_queue GROUP BY 1 HAVING count(*) >= 2 ORDER BY 1 LIMIT 1")[0][0]
+    ids = {r[0] for r in _sql(out, "SELECT edit_id FROM review_queue WHERE doc_id = ?", [doc])}
+    total = _sql(out, "SELECT count(*) FROM review_queue")[0][0]
+    browser.get(f"{server}/?doc={doc}")
+    assert {r.get_attribute("data-edit") for r in _rows(browser)} == ids
+    form = browser.find_element(By.ID, "bulk-reject")
+    form.find_element(By.NAME, "note").send_keys("this page is being rewritten")
+    form.find_element(By.TAG_NAME, "button").click()
+    _wait(browser, lambda d: "flash=bulk-rejected" in d.current_url)
+    assert browser.find_element(By.ID, "flash").text == f"Rejected {len(ids)} edit(s)"
+    assert browser.find_elements(By.ID, "empty")
+    rows = _sql(out, "SELECT edit_id, decision, note FROM review_decisions WHERE note = 'this page is being rewritten'")
+    assert {r[0] for r in rows} == ids and {r[1] for r in rows} == {"reject"}
+    assert _sql(out, "SELECT count(*) FROM review_queue")[0][0] == total - len(ids)
+
+
+@needs_browser
+def test_a_locked_store_is_shown_and_refuses_decisions(demo, server, browser):
+    from selenium.webdriver.common.by import By
+
+    docs, out = demo
+    edit_id = _sql(out, "SELECT edit_id FROM review_queue WHERE state = 'queued' LIMIT 1")[0][0]
+    client = httpx.Client(base_url=server)
+    page = client.get(f"/edit/{edit_id}").text
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from kb.store import Store; s = Store(sys.argv[1]); s.lock(); "
+         "print('locked', flush=True); time.sleep(600)", str(out)],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        browser.get(server + "/")
+        banner = browser.find_element(By.ID, "locked").text
+        assert f"pid {holder.pid}" in banner and "decisions and apply fail" in banner
+        count = _sql(out, "SELECT count(*) FROM review_decisions")[0][0]
+        response = client.post(f"/edit/{edit_id}/approve", data=_form(page))
+        assert response.status_code == 423 and "locked" in response.text
+        assert _sql(out, "SELECT count(*) FROM review_decisions")[0][0] == count
+    finally:
+        holder.kill()
+        holder.wait(timeout=20)
+    browser.get(server + "/")
+    assert not browser.find_elements(By.ID, "locked")
+    assert client.post(f"/edit/{edit_id}/approve", data=_form(page)).status_code == 303
+
+
+# ---- over plain HTTP -----------------------------------------------------------------------
+def _form(page: str, form_id: str = "approve-form") -> dict:
+    """The hidden fields of one form of a page (the CSRF token, the edit's state token)."""
+    block = re.search(rf'<form[^>]*id="{form_id}".*?</form>', page, re.S).group(0)
+    return dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', block))
+
+
+def test_a_post_without_the_csrf_token_is_refused(demo, server):
+    docs, out = demo
+    edit_id = _sql(out, "SELECT edit_id FROM review_queue WHERE state = 'queued' LIMIT 1")[0][0]
+    count = _sql(out, "SELECT count(*) FROM review_decisions")[0][0]
+    client = httpx.Client(base_url=server)
+    page = client.get(f"/edit/{edit_id}")
+    assert "script-src 'self'" in page.headers["content-security-policy"] and "unsafe-inline" not in page.headers["content-security-policy"]
+    fields = _form(page.text)
+    no_token = {k: v for k, v in fields.items() if k != "csrf"}
+    assert client.post(f"/edit/{edit_id}/approve", data=no_token).status_code == 403
+    assert client.post(f"/edit/{edit_id}/approve", data={**fields, "csrf": "0" * 64}).status_code == 403
+    # A token from another browser's page does not fit this browser's cookie.
+    other = httpx.Client(base_url=server)
+    assert other.post(f"/edit/{edit_id}/approve", data=fields).status_code == 403
+    assert client.post("/apply", data={}).status_code == 403
+    assert _sql(out, "SELECT count(*) FROM review_decisions")[0][0] == count
+
+
+def test_two_reviewers_deciding_one_edit_at_once_one_gets_a_conflict(demo, server):
+    docs, out = demo
+    edit_id = _sql(out, "SELECT edit_id FROM review_queue WHERE state = 'queued' ORDER BY edit_id DESC LIMIT 1")[0][0]
+    count = _sql(out, "SELECT count(*) FROM review_decisions WHERE edit_id = ?", [edit_id])[0][0]
+    first, second = httpx.Client(base_url=server), httpx.Client(base_url=server)
+    forms = [_form(first.get(f"/edit/{edit_id}").text), _form(second.get(f"/edit/{edit_id}").text, "reject-form")]
+    results, start = {}, threading.Barrier(2)
+
+    def post(name, client, path, data):
+        start.wait()
+        results[name] = client.post(path, data=data)
+
+    threads = [
+        threading.Thread(target=post, args=("approve", first, f"/edit/{edit_id}/approve", forms[0])),
+        threading.Thread(target=post, args=("reject", second, f"/edit/{edit_id}/reject", {**forms[1], "note": "not this one"})),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    codes = sorted(r.status_code for r in results.values())
+    assert codes == [303, 409], {k: (r.status_code, r.text[:300]) for k, r in results.items()}
+    loser = next(r for r in results.values() if r.status_code == 409)
+    assert "Conflict" in loser.text and "reload" in loser.text
+    rows = _sql(out, "SELECT decision FROM review_decisions WHERE edit_id = ?", [edit_id])
+    assert len(rows) == count + 1
+    winner = next(k for k, r in results.items() if r.status_code == 303)
+    assert rows[-1][0] == winner
+
+
+def test_a_server_off_loopback_needs_a_token(demo):
+    docs, out = demo
+    env = {k: v for k, v in os.environ.items() if k != "KBAUDIT_REVIEW_TOKEN"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "review", "serve", "--out", str(out), "--host", "0.0.0.0", "--port", str(_free_port())],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--token" in lines[0] and "KBAUDIT_REVIEW_TOKEN" in lines[0], proc.stderr
+
+    # With a token (here from the environment, on loopback): nothing without it, all with it.
+    server, base, log = _serve(out, env={"KBAUDIT_REVIEW_TOKEN": "s3cret-token"})
+    try:
+        assert httpx.get(base + "/").status_code == 401
+        assert httpx.get(base + "/?token=wrong").status_code == 403
+        client = httpx.Client(base_url=base)
+        entry = client.get("/?token=s3cret-token")
+        assert entry.status_code == 303 and "token" not in entry.headers["location"]
+        assert client.get("/").status_code == 200
+        assert httpx.get(base + "/", headers={"Authorization": "Bearer s3cret-token"}).status_code == 200
+    finally:
+        _stop(server)
+        log.unlink(missing_ok=True)
