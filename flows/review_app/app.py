@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import ipaddress
 import os
+import re
 import secrets
 import threading
 from contextlib import contextmanager
@@ -257,21 +258,23 @@ class ReviewApp:
 def create_app(out: str | Path, *, token: str | None = None, reviewer: str | None = None, host: str = "127.0.0.1", verifier=None) -> Starlette:
     ra = ReviewApp(out, token=token, reviewer=reviewer, verifier=verifier)
 
+    def flash_of(params) -> str | None:
+        """The line a redirect after a decision asks for; only known kinds, ids and counts (a
+        link elsewhere cannot put words of its own on the page)."""
+        kind, of, n = params.get("flash"), params.get("of", ""), params.get("n", "")
+        if kind not in FLASH:
+            return None
+        if kind.startswith("bulk"):
+            return f"{FLASH[kind]} {n} edit(s)" if n.isdigit() else None
+        return f"{FLASH[kind]} {of}" if re.fullmatch(r"[0-9a-f]{6,64}", of) else None
+
     async def queue_page(request: Request):
         data = await run_in_threadpool(ra.queue_data, request.query_params)
-        flash = None
-        kind = request.query_params.get("flash")
-        if kind in FLASH:
-            flash = f"{FLASH[kind]} {request.query_params.get('n') or request.query_params.get('of') or ''}".strip()
-            if kind.startswith("bulk"):
-                flash += " edit(s)"
-        return ra.render(request, "queue.html", flash=flash, **data)
+        return ra.render(request, "queue.html", flash=flash_of(request.query_params), **data)
 
     async def edit_page(request: Request):
         data = await run_in_threadpool(ra.edit_data, request.path_params["edit_id"], request.query_params.get("back", ""))
-        kind = request.query_params.get("flash")
-        flash = f"{FLASH[kind]} {request.query_params.get('of', '')}" if kind in FLASH else None
-        return ra.render(request, "edit.html", e=data, flash=flash, check=None)
+        return ra.render(request, "edit.html", e=data, flash=flash_of(request.query_params), check=None)
 
     def _after(edit_id: str, kind: str, back: str) -> RedirectResponse:
         data = ra.edit_data(edit_id, back)
