@@ -157,6 +157,18 @@ def _wait(driver, condition, timeout: float = 60):
     return WebDriverWait(driver, timeout).until(condition)
 
 
+def _goes(driver, action, timeout: float = 180) -> None:
+    """Do what loads a new page (a click, a key), and wait until the new page has replaced the
+    old one (reading elements as soon as the address changes can find the old page's)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+
+    old = driver.find_element(By.TAG_NAME, "html")
+    action()
+    _wait(driver, expected_conditions.staleness_of(old), timeout)
+    _wait(driver, lambda d: d.execute_script("return document.readyState") == "complete", timeout)
+
+
 def _rows(driver) -> list:
     from selenium.webdriver.common.by import By
 
@@ -190,8 +202,8 @@ def test_queue_filters_sort_and_the_edit_page(demo, server, browser):
     high = sum(r[1] == "high" for r in queued)
     link = browser.find_element(By.CSS_SELECTOR, "#facet-risk a[data-value='high']")
     facet_count = int(link.find_element(By.XPATH, "following-sibling::span").text)
-    link.click()
-    _wait(browser, lambda d: "risk=high" in d.current_url)
+    _goes(browser, link.click)
+    assert "risk=high" in browser.current_url
     assert facet_count == high == len(_rows(browser))
     assert {r.find_element(By.CSS_SELECTOR, ".risk").text for r in _rows(browser)} == {"high"}
     # Counts per filter follow the other filters: the owner facet now counts high-risk edits only.
@@ -204,8 +216,8 @@ def test_queue_filters_sort_and_the_edit_page(demo, server, browser):
     assert owner_counts == expected
     # Two filters at once, then sort by document.
     doc = sorted(r[2] for r in queued if r[1] == "high")[0]
-    browser.find_element(By.CSS_SELECTOR, f"#facet-doc a[data-value='{doc}']").click()
-    _wait(browser, lambda d: "doc=" in d.current_url)
+    _goes(browser, browser.find_element(By.CSS_SELECTOR, f"#facet-doc a[data-value='{doc}']").click)
+    assert "doc=" in browser.current_url
     assert len(_rows(browser)) == sum(r[1] == "high" and r[2] == doc for r in queued)
     browser.get(server + "/?sort=doc")
     shown = [r.find_element(By.CSS_SELECTOR, "code").text for r in _rows(browser)]
@@ -216,8 +228,8 @@ def test_queue_filters_sort_and_the_edit_page(demo, server, browser):
     first = _rows(browser)[0].get_attribute("data-edit")
     browser.find_element(By.TAG_NAME, "body").send_keys("j")
     assert "current" in _rows(browser)[0].get_attribute("class")
-    browser.find_element(By.TAG_NAME, "body").send_keys("o")
-    _wait(browser, lambda d: f"/edit/{first}" in d.current_url)
+    _goes(browser, lambda: browser.find_element(By.TAG_NAME, "body").send_keys("o"))
+    assert f"/edit/{first}" in browser.current_url
 
     # The edit page: claim in its paragraph, the diff, evidence with source, version, date and
     # receipt status, the gap and the rationale.
@@ -268,8 +280,8 @@ def test_approve_reject_edit_then_approve_and_apply(demo, server, browser):
 
     # Approve with the keyboard ("a").
     browser.get(f"{server}/edit/{approve[0]}")
-    browser.find_element(By.TAG_NAME, "body").send_keys("a")
-    _wait(browser, lambda d: "flash=approved" in d.current_url)
+    _goes(browser, lambda: browser.find_element(By.TAG_NAME, "body").send_keys("a"))
+    assert "flash=approved" in browser.current_url
     assert browser.find_element(By.ID, "flash").text == f"Approved {approve[0]}"
 
     # Reject with a note ("r" focuses the note).
@@ -278,16 +290,15 @@ def test_approve_reject_edit_then_approve_and_apply(demo, server, browser):
     note = browser.switch_to.active_element
     assert note.get_attribute("id") == "reject-note"
     note.send_keys("the wiki is right: <b>checked</b> with the team")
-    browser.find_element(By.ID, "reject").click()
-    _wait(browser, lambda d: "flash=rejected" in d.current_url)
+    _goes(browser, browser.find_element(By.ID, "reject").click)
+    assert "flash=rejected" in browser.current_url
 
     # Edit, then approve: a text the evidence refutes is refused with the verifier's reading...
     browser.get(f"{server}/edit/{backup[0]}")
     box = browser.find_element(By.ID, "edit-text")
     box.clear()
     box.send_keys("Database backups are taken every 12 hours.")
-    browser.find_element(By.ID, "edit-approve").click()
-    _wait(browser, lambda d: d.find_elements(By.ID, "check"), timeout=180)
+    _goes(browser, browser.find_element(By.ID, "edit-approve").click)
     assert browser.find_element(By.ID, "check-label").text in ("contradicted", "stale", "uncertain")
     assert "Not approved" in browser.find_element(By.ID, "check").text
     assert browser.find_element(By.ID, "state").text == "queued"
@@ -296,8 +307,8 @@ def test_approve_reject_edit_then_approve_and_apply(demo, server, browser):
     box = browser.find_element(By.ID, "edit-text")
     box.clear()
     box.send_keys(mine)
-    browser.find_element(By.ID, "edit-approve").click()
-    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#check.ok"), timeout=180)
+    _goes(browser, browser.find_element(By.ID, "edit-approve").click)
+    assert browser.find_elements(By.CSS_SELECTOR, "#check.ok")
     assert browser.find_element(By.ID, "check-label").text == "supported"
     assert browser.find_element(By.ID, "state").text == "approved"
     _shot(browser, "review-app-verified.png")
@@ -307,8 +318,8 @@ def test_approve_reject_edit_then_approve_and_apply(demo, server, browser):
     planned = {r.find_element(By.TAG_NAME, "code").text for r in browser.find_elements(By.CSS_SELECTOR, "#outcomes tbody tr")}
     assert {approve[1], backup[1]} <= planned
     assert {p.name: p.read_text("utf-8") for p in docs.glob("*.md")} == before, "the preview writes nothing"
-    browser.find_element(By.ID, "apply").click()
-    _wait(browser, lambda d: d.find_element(By.TAG_NAME, "h1").text == "Applied")
+    _goes(browser, browser.find_element(By.ID, "apply").click)
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Applied"
     statuses = {r.find_elements(By.TAG_NAME, "td")[1].text for r in browser.find_elements(By.CSS_SELECTOR, "#outcomes tbody tr")}
     assert statuses == {"applied"}
 
@@ -349,8 +360,8 @@ def test_bulk_reject_of_a_filtered_set(demo, server, browser):
     assert {r.get_attribute("data-edit") for r in _rows(browser)} == ids
     form = browser.find_element(By.ID, "bulk-reject")
     form.find_element(By.NAME, "note").send_keys("this page is being rewritten")
-    form.find_element(By.TAG_NAME, "button").click()
-    _wait(browser, lambda d: "flash=bulk-rejected" in d.current_url)
+    _goes(browser, form.find_element(By.TAG_NAME, "button").click)
+    assert "flash=bulk-rejected" in browser.current_url
     assert browser.find_element(By.ID, "flash").text == f"Rejected {len(ids)} edit(s)"
     assert browser.find_elements(By.ID, "empty")
     rows = _sql(out, "SELECT edit_id, decision, note FROM review_decisions WHERE note = 'this page is being rewritten'")
