@@ -427,7 +427,10 @@ def run_audit(
     logger.info("%s[3/6] retrieve: %d source versions, evidence for %d claims (%d searches reused)",
                 tag, len(sources), len(result.evidence), searches_reused)
 
-    result.verdicts = runner("verify", verify_stage, result.claims, result.evidence, settings, caches, verify_batch, verify_batch_size)
+    if verify_batch is None:
+        result.verdicts = runner("verify", verify_stage, result.claims, result.evidence, settings, caches)
+    else:  # each batch is sent out by verify_batch itself (as tasks of its own), from the caller's context
+        result.verdicts = verify_stage(result.claims, result.evidence, settings, caches, verify_batch, verify_batch_size)
     result.redo_reasons = redo_reasons(result.verdicts, previous, settings.full)
     logger.info("%s[4/6] verify: %s; reused %d verdicts, redone: %s", tag, result.label_counts(),
                 sum(v.reused for v in result.verdicts), result.redo_reasons or "none")
