@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-LABELS = ("supported", "contradicted", "stale", "uncertain")
+from kb.records import LABELS
 
 
 def print_json(data) -> None:

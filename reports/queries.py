@@ -10,9 +10,8 @@ from __future__ import annotations
 import math
 
 from kb.config import ConfigError
+from kb.records import LABELS
 from kb.store import Store
-
-LABELS = ("supported", "contradicted", "stale", "uncertain")
 CHANGES = ("new_contradiction", "newly_stale", "newly_uncertain", "fixed")
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from kb.bench.claims import evaluate, load_expected, predict, throughput
-from kb.claims.split import ClaimSettings, split_claims, split_sentences
+from kb.claims.split import ClaimSettings, split_claims
+from kb.text import sentence_spans
 from kb.ingest.parse import parse_document
 
 FIXTURE = Path(__file__).parent / "fixtures" / "claims"
@@ -68,7 +69,7 @@ def test_throughput_is_reported():
     ],
 )
 def test_sentence_splitting(text, expected):
-    assert [text[s:e] for s, e in split_sentences(text)] == expected
+    assert [text[s:e] for s, e in sentence_spans(text)] == expected
 
 
 def test_atomic_claims_coordination_and_lead_ins():

@@ -3,7 +3,7 @@
 Metrics (one flat dict, see DESIGN.md "Benchmark commands"):
 
 - ``sentences_per_s``: sentences split per second by ``split_claims`` over a synthetic corpus
-  (parsing excluded; the count is the number of sentences ``split_sentences`` finds).
+  (parsing excluded; the count is the number of sentences ``sentence_spans`` finds).
 - ``boundary_precision`` / ``boundary_recall``: claims matched to the expected claims of
   ``tests/fixtures/claims/expected.jsonl`` by (file, normalised source text), as multisets.
   Heading blocks are left out on both sides.
@@ -22,7 +22,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from kb.claims.split import split_claims, split_sentences
+from kb.claims.split import split_claims
+from kb.text import sentence_spans
 from kb.ingest.parse import parse_document
 
 FIXTURE_DIR = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "claims"
@@ -112,7 +113,7 @@ def throughput(fixture_dir: Path, min_sentences: int = 20_000) -> tuple[float, i
         if path.suffix == ".jsonl" or not path.is_file():
             continue
         docs.append(parse_document(path.read_bytes(), path.name, str(path)))
-    per_round = sum(len(split_sentences(b.text)) for d in docs for b in d.blocks if b.kind != "table_row")
+    per_round = sum(len(sentence_spans(b.text)) for d in docs for b in d.blocks if b.kind != "table_row")
     per_round += sum(1 for d in docs for b in d.blocks if b.kind == "table_row")
     rounds = max(1, -(-min_sentences // max(per_round, 1)))
     t0 = time.perf_counter()

@@ -22,77 +22,9 @@ from dataclasses import dataclass
 from kb.config import ClaimSettings
 from kb.errors import ClaimLimitError
 from kb.records import Block, Claim, Document, content_hash
+from kb.text import sentence_spans
 
-__all__ = ["ClaimLimitError", "ClaimSettings", "split_claims", "split_sentences", "classify"]
-
-
-# ---------------------------------------------------------------------------------------------
-# sentence splitting
-
-ABBREVIATIONS = frozenset(
-    """
-    e.g i.e etc vs v al approx appr apt ca cf dept est fig figs inc incl ltd co corp jr sr st mr mrs ms dr
-    prof no nos op pp p vol vols ed eds rev gen govt min max mt ave blvd rd hr hrs sec secs avg std tel
-    jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun
-    u.s u.k u.n a.m p.m ph.d b.sc m.sc e.u resp ref refs esp excl attn dist div misc nat natl intl
-    """.split()
-)
-# abbreviations after which a capitalised word still usually starts a new sentence
-_SENTENCE_FINAL_ABBR = frozenset({"etc", "inc", "ltd", "co", "corp", "al", "jr", "sr"})
-
-_BOUNDARY = re.compile(r"([.!?…]+)([\"'”’)\]]*)(\s+)")
-_WORD_BEFORE = re.compile(r"(\S+)$")
-
-
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Sentence spans ``(start, end)`` in ``text`` (end exclusive, trailing space excluded)."""
-    spans: list[tuple[int, int]] = []
-    n = len(text)
-    start = 0
-    while start < n and text[start].isspace():
-        start += 1
-    for m in _BOUNDARY.finditer(text):
-        end = m.end(2)
-        nxt = m.end()
-        if nxt >= n or end <= start:
-            continue
-        if not _is_boundary(text, start, m.start(1), m.group(1), nxt):
-            continue
-        spans.append((start, end))
-        start = nxt
-    end = n
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    if end > start:
-        spans.append((start, end))
-    return spans
-
-
-def _is_boundary(text: str, sent_start: int, punct_at: int, punct: str, nxt: int) -> bool:
-    following = text[nxt]
-    if punct[0] in "!?…" or len(punct) > 1:
-        if len(punct) > 1 and punct[0] == "." and following.islower():
-            return False  # "..." mid-sentence
-        return True
-    # a full stop: what precedes it?
-    lo = max(sent_start, punct_at - 40)
-    wm = _WORD_BEFORE.search(text, lo, punct_at)
-    word = wm.group(1) if wm else ""
-    core = word.lstrip("([\"'“‘*").lower()
-    if core in ABBREVIATIONS or core.rstrip(".") in ABBREVIATIONS:
-        base = core.rstrip(".")
-        if base in _SENTENCE_FINAL_ABBR and (following.isupper() or following in "\"“'"):
-            return True
-        return False
-    if len(core) == 1 and core.isalpha() and word[-1:].isupper():
-        return False  # an initial: "J. Smith"
-    if re.fullmatch(r"(?:[a-z]\.)+[a-z]", core):
-        return False  # "U.S.A", "e.g" variants
-    if following.islower() and (len(core.rstrip(".")) < 3 or not core.rstrip(".").isalnum()):
-        return False  # "c. five", "x.y. z"; a known word before the stop still ends the sentence
-    if following.isdigit() and core in ("no", "nos", "vol", "fig", "p", "pp", "sec", "ch", "art"):
-        return False
-    return True
+__all__ = ["ClaimLimitError", "ClaimSettings", "split_claims", "classify"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -699,7 +631,7 @@ def _block_units(block: Block, settings: ClaimSettings, lead_in: str = "") -> li
     if block.kind == "table_row":
         return _table_units(block)
     units: list[_Unit] = []
-    for s, e in split_sentences(text):
+    for s, e in sentence_spans(text):
         units.extend(_units_for_sentence(text, s, e, settings))
     if block.kind == "list_item" and lead_in:
         lead = lead_in.strip().rstrip(":").strip()
@@ -768,7 +700,7 @@ def _setting_lead(prev: Block | None, block: Block) -> str:
     if prev is None or block.kind != "paragraph":
         return ""
     line = block.text.strip()
-    if len(line.split()) > MAX_SETTING_WORDS or len(split_sentences(line)) != 1 or line.endswith((".", "!", "?")):
+    if len(line.split()) > MAX_SETTING_WORDS or len(sentence_spans(line)) != 1 or line.endswith((".", "!", "?")):
         return ""  # "Archived projects are read-only." is a statement of its own
     lead = prev.text.strip()
     if prev.kind == "paragraph" and prev.section == block.section and lead.endswith(":"):

@@ -45,20 +45,11 @@ from kb.records import Claim, Evidence, Passage, SourceDoc, content_hash
 
 # Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
 # passages are cut the same way.
-from kb.claims.split import split_sentences  # noqa: E402
+from kb.text import INDEX_STOPWORDS, sentence_spans, stem_index
 
 # ---------------------------------------------------------------- tokens (BM25, alignment)
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
-_STOP = frozenset(
-    """a an and are as at be been being but by can could did do does doing for from had has have having
-    he her here hers him his how i if in into is it its itself me more most my no nor not of off on
-    once only or other our ours out over own same she should so some such than that the their theirs
-    them then there these they this those through to too under until up very was we were what when
-    where which while who whom why will with would you your yours also may might must shall""".split()
-)
-
-
 # (older, newer) sentences of a replaced run that still counts as one local edit. On docsdrift
 # (docs/labelling.md "Rewritten statements") 26 of the 35 gold stale sentences inside a replaced
 # run sit in one of at most 2 older sentences, against 4 of the 116 sentences the newer release
@@ -71,20 +62,8 @@ def _sentence_key(text: str) -> str:
     return " ".join(_TOKEN.findall(text.lower()))
 
 
-def _stem(tok: str) -> str:
-    """A light English suffix stripper (plural / -ing / -ed / -ly), enough for BM25 matching."""
-    if len(tok) <= 3 or tok.isdigit():
-        return tok
-    for suf, rep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("edly", ""), ("ed", ""), ("ly", ""), ("es", ""), ("s", "")):
-        if tok.endswith(suf) and len(tok) - len(suf) >= 3:
-            if suf == "s" and tok.endswith(("ss", "us", "is")):
-                return tok
-            return tok[: len(tok) - len(suf)] + rep
-    return tok
-
-
 def tokenize(text: str) -> list[str]:
-    return [_stem(t) for t in _TOKEN.findall(text.lower()) if t not in _STOP]
+    return [stem_index(t) for t in _TOKEN.findall(text.lower()) if t not in INDEX_STOPWORDS]
 
 
 # ---------------------------------------------------------------- passages
@@ -104,14 +83,14 @@ def _sentences_of(source: SourceDoc) -> list[_Span]:
         for block in source.blocks:
             if block.kind == "heading" or not block.text.strip():
                 continue
-            for a, b in split_sentences(block.text):
+            for a, b in sentence_spans(block.text):
                 if block.offsets and len(block.offsets) == len(block.text):
                     s, e = block.offsets[a], block.offsets[b - 1] + 1
                 else:
                     s, e = block.start + a, block.start + b
                 out.append(_Span(s, e, block.text[a:b], tuple(block.section)))
     else:
-        out = [_Span(a, b, source.text[a:b]) for a, b in split_sentences(source.text)]
+        out = [_Span(a, b, source.text[a:b]) for a, b in sentence_spans(source.text)]
     return out
 
 

@@ -23,8 +23,10 @@ import random
 import re
 from collections.abc import Iterable, Sequence
 
+from kb.text import split_at_stops
+
 SUPPORTS, REFUTES, NEI = "supports", "refutes", "nei"
-LABELS = (SUPPORTS, REFUTES, NEI)
+PAIR_LABELS = (SUPPORTS, REFUTES, NEI)  # a synthetic pair's label (not a verdict: kb.records.LABELS)
 
 _NUM = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w.]*\d)(?!\.\d)")
 _YEAR = re.compile(r"\b(1[5-9]\d\d|20[0-4]\d)\b")
@@ -104,7 +106,7 @@ def sentences_from_text(text: str, min_words: int = 6, max_words: int = 45) -> l
     def flush() -> None:
         if para:
             chunk = " ".join(para)
-            for s in re.split(r"(?<=[.!?])\s+(?=[A-Z`(\"'])", chunk):
+            for s in split_at_stops(chunk):
                 s = _clean(s)
                 n = len(s.split())
                 if min_words <= n <= max_words and _prose_like(s):

@@ -32,7 +32,8 @@ from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status
 from kb.verify.revision import apply_contrast
 from kb.verify.rules import judge_numbers, judge_rules
-from kb.verify.slots import canonical, content_set, content_words, split_sentences, word_tokens
+from kb.text import passage_sentences
+from kb.verify.slots import canonical, content_set, content_words, word_tokens
 
 __all__ = ["Verifier", "VerifierSettings", "verifier_for", "decide", "document_status", "judge_rules", "combine"]
 
@@ -146,7 +147,7 @@ class Verifier:
         cands = [sentence]
         if ev.passage and self.settings.max_extra_sentences:
             cw = set(content_words(word_tokens(claim.text)))
-            others = [s for s in split_sentences(ev.passage) if canonical(s) != canonical(sentence)]
+            others = [s for s in passage_sentences(ev.passage) if canonical(s) != canonical(sentence)]
             others.sort(key=lambda s: -_overlap(cw, s))
             cands += [s for s in others[: self.settings.max_extra_sentences] if _overlap(cw, s) >= 0.5]
         best: Judgement | None = None
@@ -168,7 +169,7 @@ class Verifier:
         or a line under a heading that names the option. A passage that does not name the
         option says nothing of it, however alike its own "Optional, Default=..." lines are."""
         option = canonical(setting_option(claim))
-        pieces = split_sentences(ev.passage or sentence)
+        pieces = passage_sentences(ev.passage or sentence)
         line = None
         for lead, nxt in zip(pieces, pieces[1:]):
             if lead.rstrip().endswith(":") and option and canonical(lead).endswith(option):

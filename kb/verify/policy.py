@@ -28,7 +28,8 @@ from datetime import date
 
 from kb.claims.split import SETTING_NOTE
 from kb.records import Claim, Evidence, Judgement, Verdict
-from kb.verify.slots import canonical, extract, informative_words, similarity, split_sentences, word_tokens
+from kb.text import passage_sentences
+from kb.verify.slots import canonical, extract, informative_words, similarity, word_tokens
 
 DEFAULT_THRESHOLDS = {
     "support": 0.5,  # a supports judgement counts at or above this confidence
@@ -351,7 +352,7 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
         return None  # the newest version still states it: its passages are only cut differently
     best = None
     for e, _ in items:
-        for sentence in dict.fromkeys([e.sentence] + split_sentences(e.passage)):
+        for sentence in dict.fromkeys([e.sentence] + passage_sentences(e.passage)):
             if not sentence or canonical(sentence) in keys:
                 continue
             score = max(similarity(t, sentence) for t in texts)

@@ -26,10 +26,10 @@ import logging
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+from kb.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.verify.policy import newest_dates
 from kb.verify.slots import (
     NEGATIONS,
-    STOPWORDS,
     Quantity,
     canonical,
     comparable_kinds,
@@ -37,7 +37,6 @@ from kb.verify.slots import (
     similarity,
     stated_point,
     quantity_relation,
-    stem,
     value_distance,
     tokens_outside_quantities,
 )
@@ -74,9 +73,9 @@ def _words(tokens: list[str]) -> set[str]:
     out = set()
     for t in tokens:
         for part in t.lower().split("-"):  # "comedy-drama" has the word "drama"
-            if part in STOPWORDS or part in NEGATIONS or not any(ch.isalpha() for ch in part) or len(part) < 2:
+            if part in OVERLAP_STOPWORDS or part in NEGATIONS or not any(ch.isalpha() for ch in part) or len(part) < 2:
                 continue
-            out.add(stem(part))
+            out.add(stem_overlap(part))
     return out
 
 

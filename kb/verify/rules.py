@@ -28,8 +28,8 @@ import re
 from difflib import SequenceMatcher
 
 from kb.records import Judgement
+from kb.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.verify.slots import (
-    STOPWORDS,
     Quantity,
     Slots,
     canonical,
@@ -42,7 +42,6 @@ from kb.verify.slots import (
     comparable_kinds,
     quantity_relation,
     stated_point,
-    stem,
     value_distance,
     tokens_outside_quantities,
     word_tokens,
@@ -88,7 +87,7 @@ def _words(tokens: list[str]) -> list[str]:
 
 
 def _content_set(words: list[str]) -> set[str]:
-    return {stem(w) for w in words if w not in STOPWORDS and re.search(r"[a-z0-9]", w)}
+    return {stem_overlap(w) for w in words if w not in OVERLAP_STOPWORDS and re.search(r"[a-z0-9]", w)}
 
 
 def _setting(tok: str) -> tuple[str, str] | None:
@@ -400,7 +399,7 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
             if not (cq and all(id(q) in paired_claim_q for q in cq)) and close_copy:
                 conflicts.extend(_token_conflicts(tag, ctoks, etoks, cs, es))
                 if tag in ("replace", "delete"):
-                    missing_terms.extend(t for t in ctoks if t.lower() not in STOPWORDS and re.search(r"\w", t))
+                    missing_terms.extend(t for t in ctoks if t.lower() not in OVERLAP_STOPWORDS and re.search(r"\w", t))
             if setting_key:
                 for k in range(n_before, len(conflicts)):
                     x = conflicts[k]
@@ -456,7 +455,7 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
         return None
     if any(not _ident_present(i, es) for i in cs.identifiers):
         return None
-    missing_entities = {e for e in cs.entities if stem(e) not in e_content and e not in ew}
+    missing_entities = {e for e in cs.entities if stem_overlap(e) not in e_content and e not in ew}
     if missing_entities:
         return None
     if coverage >= 0.999 or (near_copy and coverage >= 0.9 and ratio >= 0.85):
@@ -552,7 +551,7 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
     c_text, e_text = " ".join(ctoks), " ".join(etoks)
     cneg = [t for t in ctoks if t.lower() in ("not", "no", "never", "cannot") or t.lower().endswith("n't")]
     eneg = [t for t in etoks if t.lower() in ("not", "no", "never", "cannot") or t.lower().endswith("n't")]
-    only_neg = all(t.lower() in STOPWORDS or t.lower() in ("not", "no", "never", "cannot") or t.lower().endswith("n't")
+    only_neg = all(t.lower() in OVERLAP_STOPWORDS or t.lower() in ("not", "no", "never", "cannot") or t.lower().endswith("n't")
                    for t in (ctoks if cneg else etoks))  # fmt: skip
     if len(cneg) % 2 != len(eneg) % 2 and (tag == "replace" or only_neg):
         out.append(_Conflict("negation", c_text or "affirmative", e_text or "affirmative"))
@@ -569,7 +568,7 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
             idents = [t for t in ctoks if is_code_identifier(t)]
             if idents:
                 out.append(_Conflict("identifier", c_text, ""))
-            elif not cneg and 0 < sum(1 for t in ctoks if t.lower() not in STOPWORDS and re.search(r"[A-Za-z]", t)) <= 2:
+            elif not cneg and 0 < sum(1 for t in ctoks if t.lower() not in OVERLAP_STOPWORDS and re.search(r"[A-Za-z]", t)) <= 2:
                 out.append(_Conflict("term", c_text, ""))  # a dropped modifier ("the escaped pem")
         return out
     # Key=value settings
@@ -589,15 +588,15 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
         return out
     c_low = {t.lower() for t in cs.tokens}
     e_low = {t.lower() for t in es.tokens}
-    cent = [t for t in ctoks if re.fullmatch(r"[A-Z][\w'.-]*", t) and t.lower() not in STOPWORDS and t.lower() not in e_low and t is not cs.tokens[0]]
-    eent = [t for t in etoks if re.fullmatch(r"[A-Z][\w'.-]*", t) and t.lower() not in STOPWORDS and t.lower() not in c_low and t is not es.tokens[0]]
+    cent = [t for t in ctoks if re.fullmatch(r"[A-Z][\w'.-]*", t) and t.lower() not in OVERLAP_STOPWORDS and t.lower() not in e_low and t is not cs.tokens[0]]
+    eent = [t for t in etoks if re.fullmatch(r"[A-Z][\w'.-]*", t) and t.lower() not in OVERLAP_STOPWORDS and t.lower() not in c_low and t is not es.tokens[0]]
     if cent and eent:
         out.append(_Conflict("entity", " ".join(cent), " ".join(eent)))
         return out
     if cneg or eneg:
         return out
-    c_content = [t for t in ctoks if t.lower() not in STOPWORDS and re.search(r"[A-Za-z]", t)]
-    e_content = [t for t in etoks if t.lower() not in STOPWORDS and re.search(r"[A-Za-z]", t)]
-    if c_content and {stem(x) for x in c_content} != {stem(x) for x in e_content}:
+    c_content = [t for t in ctoks if t.lower() not in OVERLAP_STOPWORDS and re.search(r"[A-Za-z]", t)]
+    e_content = [t for t in etoks if t.lower() not in OVERLAP_STOPWORDS and re.search(r"[A-Za-z]", t)]
+    if c_content and {stem_overlap(x) for x in c_content} != {stem_overlap(x) for x in e_content}:
         out.append(_Conflict("term", c_text, e_text))
     return out

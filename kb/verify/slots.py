@@ -17,6 +17,8 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
+from kb.text import OVERLAP_STOPWORDS, passage_sentences, stem_overlap
+
 # ---------------------------------------------------------------------------------------------
 # normalisation and tokens
 # ---------------------------------------------------------------------------------------------
@@ -73,16 +75,6 @@ TOKEN_RE = re.compile(
     re.VERBOSE,
 )
 
-
-STOPWORDS = frozenset(
-    """a an the of in on at to for from by with and or as is are was were be been being it its
-    this that these those which who whom whose what when where while than then there their they
-    them he she his her him we our you your i me my has have had do does did can could will would
-    shall should may might must also into about over under after before between through during
-    such so if but both either each any all some more most other only own same very just how
-    s t into upon via per one ones
-    """.split()
-)
 
 NEGATIONS = frozenset(
     """not no never none nobody nothing neither nor cannot can't don't doesn't didn't isn't
@@ -212,18 +204,6 @@ def _split_setting(t: str) -> list[str]:
     return [m.group(1), "="] + TOKEN_RE.findall(m.group(2))
 
 
-@lru_cache(maxsize=65536)
-def stem(w: str) -> str:
-    """A tiny, deterministic English stemmer (plural and common suffixes) for overlap only."""
-    w = w.lower()
-    if len(w) > 4 and w.endswith("ies"):
-        return w[:-3] + "y"
-    for suf in ("ing", "ed", "es", "s"):
-        if len(w) > len(suf) + 3 and w.endswith(suf) and not w.endswith("ss"):
-            return w[: -len(suf)]
-    return w
-
-
 _ALNUM = re.compile(r"[a-z0-9]")
 
 
@@ -231,9 +211,9 @@ def content_words(tokens: list[str]) -> list[str]:
     out = []
     for t in tokens:
         lt = t.lower()
-        if lt in STOPWORDS or lt in NEGATIONS or not _ALNUM.search(lt):
+        if lt in OVERLAP_STOPWORDS or lt in NEGATIONS or not _ALNUM.search(lt):
             continue
-        out.append(stem(lt))
+        out.append(stem_overlap(lt))
     return out
 
 
@@ -976,7 +956,7 @@ def entities(tokens: list[str]) -> set[str]:
     for k, t in enumerate(tokens):
         if k == 0:
             continue
-        if re.fullmatch(r"[A-Z][a-zA-Z'.-]+", t) and t.lower() not in STOPWORDS:
+        if re.fullmatch(r"[A-Z][a-zA-Z'.-]+", t) and t.lower() not in OVERLAP_STOPWORDS:
             prev = tokens[k - 1]
             if prev in (".", "!", "?", ":"):
                 continue
@@ -1022,14 +1002,6 @@ def is_code_identifier(tok: str) -> bool:
     return bool(re.fullmatch(r"[a-z]+[A-Z][A-Za-z0-9]*", tok))
 
 
-_SENT_SPLIT = re.compile(r"(?<=[.!?:])\s+(?=[A-Z0-9\"'(\[`*_-])|\n+")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a passage (also split after a colon that ends a lead-in)."""
-    return [s.strip() for s in _SENT_SPLIT.split(text or "") if s and s.strip()]
-
-
 def similarity(a: str, b: str) -> float:
     """Word-level similarity of ``a`` to ``b``: mean of the difflib ratio and the share of ``a``'s
     words found in order in ``b`` (so "contains gzip." vs "contains gzip, and/or br" scores high)."""
@@ -1047,4 +1019,4 @@ def similarity(a: str, b: str) -> float:
 def informative_words(text: str) -> int:
     """Content words that are not values (numbers, identifiers): how much context a claim has."""
     return sum(1 for t in word_tokens(text)
-               if t.isalpha() and t.lower() not in STOPWORDS and t.lower() not in NEGATIONS and len(t) > 2)  # fmt: skip
+               if t.isalpha() and t.lower() not in OVERLAP_STOPWORDS and t.lower() not in NEGATIONS and len(t) > 2)  # fmt: skip

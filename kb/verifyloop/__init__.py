@@ -29,9 +29,9 @@ from pathlib import Path
 from kb.chain import run_audit, status_stage
 from kb.config import DEPTH_NAMES, DEPTHS, Settings
 from kb.errors import ConfigError
-from kb.evidence.retrieve import split_sentences
 from kb.ingest.parse import parse_document
 from kb.records import Claim, Verdict, content_hash
+from kb.text import sentence_spans
 
 SCHEMA_ID = "kbaudit/verifyloop-report/1"
 REPORT_SCHEMA_FILE = "verifyloop-report.schema.json"
@@ -411,7 +411,7 @@ class VerifyLoop:
 
         # Tool claims are sentences; source claims overlapping them are not checked against sources.
         tool_claims, tool_spans, used_entries = [], [], {}
-        for start, end in split_sentences(doc.text):
+        for start, end in sentence_spans(doc.text):
             sentence = doc.text[start:end]
             if not is_tool_claim(sentence):
                 continue
