@@ -18,6 +18,7 @@ from flows.options import flag_values, params_arguments, params_from, settings_f
 from flows.output import format_summary, print_json
 from kb.config import load_settings
 from kb.errors import ConfigError, KbauditError, StoreError, UsageError
+from kb.training import train
 
 # Command groups that live in their own modules; each has `register(subparsers)`.
 COMMAND_MODULES: tuple[str, ...] = ("flows.report_cli", "flows.review_cli", "flows.serve")
@@ -37,7 +38,7 @@ def cmd_run(args) -> int:
     flags = {**flag_values(args), "docs": args.docs}
     settings = load_settings(flags).validate()
 
-    from flows.audit import audit, audit_sharded, with_task_runner
+    from flows.audit import audit, audit_sharded, with_task_runner  # why: Prefect (~2 s) only for `run`, not every command
 
     audit_flow = with_task_runner(audit, settings)  # --task-runner dask without prefect-dask: exit 2 here
     if settings.task_runner != "thread" and not args.verbose:
@@ -72,8 +73,6 @@ def cmd_bench(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from kb.training import train
-
     metrics = train.run(params_from(args, train.Params))
     print_json(metrics)
     return 0

@@ -6,29 +6,30 @@ from pathlib import Path
 
 from flows.output import format_summary, print_json
 from kb.config import ConfigError
+from kb.evidence.receipts import verify_stored_evidence
+from kb.store import Store
+from kb.store.remote import open_for_reading
+from kb.verifyloop import PROBLEMS, VerifyLoop
+from reports import queries as q
+from reports.export import export_verifyloop
+from reports.html import render
 
 OUT_HELP = "store folder, or store URL such as s3://bucket/prefix (default ./kbaudit-out)"
 
 
 def _root(out: str) -> Path:
     """The store folder to read: --out itself, or for a store URL its local mirror, pulled first."""
-    from kb.store.remote import open_for_reading
 
     return open_for_reading(out)
 
 
 def cmd_report(args) -> int:
-    from kb.store import Store
-    from reports import queries as q
-
     store = Store(_root(args.out))
     store.connect(read_only=True).close()  # a missing store is a usage error (exit 2)
     run_id = q.resolve_run(store, args.run)
     row = q.run_row(store, run_id)
     changes = q.change_counts(q.changes(store, run_id))
     if args.html:
-        from reports.html import render
-
         target = Path(args.html)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(render(store, run_id), "utf-8")
@@ -49,8 +50,6 @@ def cmd_report(args) -> int:
 def cmd_sql(args) -> int:
     import duckdb
 
-    from kb.store import Store
-
     try:
         frame = Store(_root(args.out)).query(args.query)
     except duckdb.Error as exc:
@@ -70,9 +69,6 @@ def with_pd_options(fn) -> None:
 
 
 def cmd_export(args) -> int:
-    from kb.store import Store
-    from reports.export import export_verifyloop
-
     store = Store(_root(args.out))
     store.connect(read_only=True).close()
     paths = export_verifyloop(store, Path(args.dest), args.run)
@@ -85,8 +81,6 @@ def cmd_export(args) -> int:
 
 def cmd_verify(args) -> int:
     import datetime as dt
-
-    from kb.verifyloop import PROBLEMS, VerifyLoop
 
     answer_path = Path(args.answer)
     if not answer_path.is_file():
@@ -150,8 +144,6 @@ def format_verify(data: dict) -> str:
 
 def cmd_check_receipts(args) -> int:
     """Re-verify a run's stored evidence against its signed retrieval receipts."""
-    from kb.evidence.receipts import verify_stored_evidence
-    from kb.store import Store
 
     store = Store(_root(args.out))
     runs = store.run_ids()

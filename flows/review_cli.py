@@ -9,15 +9,16 @@ from contextlib import contextmanager
 from flows.output import print_json
 from flows.report_cli import OUT_HELP, with_pd_options
 from kb.config import ConfigError
+from kb.correct import review
 from kb.records import RISKS
+from kb.store import Store
+from kb.store.remote import open_for_reading, resolve_out, writing
 
 LIST_COLUMNS = ["edit_id", "risk", "state", "doc_id", "old_text", "new_text", "owner"]
 
 
 def _store(args):
     """The store to read (no lock): --out, or for a store URL its mirror, pulled."""
-    from kb.store.remote import open_for_reading
-    from kb.store import Store
 
     store = Store(open_for_reading(args.out))
     if not store.root.is_dir():
@@ -29,8 +30,6 @@ def _store(args):
 def _writing(args):
     """The store opened for a command that records decisions or edits (kb.store.remote.writing); for a
     store URL, what the command appended is pushed afterwards."""
-    from kb.store.remote import resolve_out, writing
-    from kb.store import Store
 
     root, remote = resolve_out(args.out)
     if remote is None and not root.is_dir():
@@ -44,8 +43,6 @@ def _writing(args):
 
 
 def cmd_list(args) -> int:
-    from kb.correct import review
-
     frame = review.queue(_store(args), risk=args.risk, doc=args.doc)
     if args.json:
         print(frame.to_json(orient="records", date_format="iso", default_handler=str))
@@ -58,8 +55,6 @@ def cmd_list(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from kb.correct import review
-
     row = review.show(_store(args), args.edit)
     if args.json:
         print_json(row)
@@ -76,8 +71,6 @@ def cmd_show(args) -> int:
 
 
 def _decide(args, decision: str) -> int:
-    from kb.correct import review
-
     with _writing(args) as store:
         rows = review.decide(store, args.edits, decision, reviewer=args.reviewer, note=args.note or "")
     for row in rows:
@@ -94,8 +87,6 @@ def cmd_reject(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from kb.correct import review
-
     with _writing(args) as store:
         rows = review.import_decisions(store, args.file, reviewer=args.reviewer)
     counts = {d: sum(r["decision"] == d for r in rows) for d in ("approve", "reject")}
@@ -104,8 +95,6 @@ def cmd_import(args) -> int:
 
 
 def cmd_apply(args) -> int:
-    from kb.correct import review
-
     if args.dry_run:
         outcomes = review.apply_edits(_store(args), args.docs, dry_run=True, actor=args.reviewer)
     else:

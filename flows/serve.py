@@ -86,7 +86,7 @@ def cmd_serve(args) -> int:
                   f"(log: {server.log_path}); it stops when this command does", flush=True)
             server.start()
             os.environ["PREFECT_API_URL"] = server.url
-        from flows.audit import audit
+        from flows.audit import audit  # why: Prefect (~2 s) only for `serve`, not every command
 
         print(f"kbaudit: serving deployment audit/{DEPLOYMENT} on cron {args.cron!r} "
               f"({settings.docs_root} -> {settings.out}); Ctrl-C stops", flush=True)

@@ -34,6 +34,7 @@ from rapidfuzz import fuzz
 
 from kb.chain import run_audit
 from kb.config import Settings
+from kb.ingest.parse import read_front_matter
 from kb.verify.slots import canonical
 
 log = logging.getLogger("kbaudit.bench.drift")
@@ -50,8 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _newest_source_date(folder: Path) -> date | None:
-    from kb.ingest.parse import read_front_matter
-
     best = None
     for p in folder.glob("*.md"):
         try:

@@ -56,9 +56,13 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from kb.records import Claim, Evidence, Judgement, Verdict
-from kb.verify import Verifier, VerifierSettings
 from kb.bench.lexical import judge_lexical
+from kb.evidence.embed import Embedder
+from kb.evidence.retrieve import Retriever
+from kb.evidence.sources import load_sources
+from kb.records import Claim, Evidence, Judgement, Verdict
+from kb.training import splits
+from kb.verify import Verifier, VerifierSettings
 from kb.verify.policy import decide
 
 log = logging.getLogger("kbaudit.bench.labels")
@@ -180,7 +184,6 @@ def read_jsonl(path: str | Path) -> list[dict]:
 
 def reportable(path: str | Path, rows: list[dict]) -> tuple[list[dict], str]:
     """Only the validation part of a file the verifier was trained on; all of any other file."""
-    from kb.training import splits
 
     dataset = splits.trained_on(path)
     if dataset is None:
@@ -364,10 +367,6 @@ def scifact_gold(row: dict) -> str:
 
 
 def bench_scifact(systems, rows, corpus_path, cache_dir, limit_corpus=None) -> dict[str, float]:
-    from kb.evidence.embed import Embedder
-    from kb.evidence.retrieve import Retriever
-    from kb.evidence.sources import load_sources
-
     sources, _ = load_sources(corpus_path)
     claims = [_claim(f"sf{r['id']}", r["claim"]) for r in rows]
     gold = [scifact_gold(r) for r in rows]

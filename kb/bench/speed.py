@@ -24,6 +24,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from kb.chain import run_audit, runs_row
+from kb.config import ConfigError, Settings
+from kb.evidence.embed import Embedder
+from kb.evidence.retrieve import Retriever, build_passages
+from kb.evidence.sources import load_sources
+from kb.store import Store, new_run_id
+
 SENTENCES_PER_PAGE = 10
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "scifact" / "corpus.jsonl"
 
@@ -117,21 +124,10 @@ def _startup_seconds() -> float:
 def run(args: argparse.Namespace) -> dict[str, float]:
     import datetime as dt
 
-    from kb.config import Settings
-    from kb.evidence.embed import Embedder
-    from kb.chain import run_audit, runs_row
-    from kb.evidence.retrieve import Retriever, build_passages
-    from kb.evidence.sources import load_sources
-    from kb.store import Store, new_run_id
-
     corpus = Path(args.corpus)
     if not corpus.is_file():
-        from kb.config import ConfigError
-
         raise ConfigError(f"SciFact corpus not found: {corpus} (pass --corpus)")
     if args.warm_embeddings and not args.full_only:
-        from kb.config import ConfigError
-
         raise ConfigError("--warm-embeddings needs --full-only: a warm cache would make the full-run ratios meaningless")
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="kbaudit-speed-"))
     docs, out = work / "kb", work / "store"

@@ -36,6 +36,7 @@ from typing import Mapping
 
 from kb.config import CorrectionSettings
 from kb.records import Claim, Document, Edit, Evidence, Verdict, content_hash
+from kb.verify import verifier_for
 
 CORRECTABLE = ("contradicted", "stale")
 # Statuses that draft_edits gives; review adds approved, rejected, applying, applied, conflicted.
@@ -239,8 +240,6 @@ def _deciding(verdict: Verdict, evidence: list[Evidence]) -> Evidence | None:
 
 
 def _make_verifier(settings):
-    from kb.verify import verifier_for  # the verify stage's own verifier, already loaded
-
     return verifier_for(getattr(settings, "model_path", None), getattr(settings, "depth", "D1") != "D0")
 
 

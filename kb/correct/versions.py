@@ -19,6 +19,7 @@ import json
 from typing import Iterable
 
 from kb.records import Claim, Document, Edit, Verdict, content_hash
+from kb.verify.policy import document_status
 
 ACCEPTED_IN_RUN = ("auto",)  # statuses the run itself accepts into a new version
 
@@ -60,10 +61,6 @@ def encode_like(text: str, bom: bool) -> bytes:
 
 def document_score(claims: list[Claim], verdicts: list[Verdict]) -> float:
     """The document's verification score, as the run computes it (kb.verify.policy)."""
-    try:
-        from kb.verify.policy import document_status
-    except ImportError:  # before the labelling policy exists: the share of supported claims
-        return sum(v.label == "supported" for v in verdicts) / len(verdicts) if verdicts else 0.0
     return float(document_status(claims, verdicts)[1])
 
 

@@ -31,9 +31,16 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from kb.training import splits
-from kb.training import synth
-from kb.verify.model import RELATIONS, WEIGHTS_DIR, new_base_classifier, save_artifact
+from kb.training import splits, synth
+from kb.verify.model import (
+    RELATIONS,
+    WEIGHTS_DIR,
+    base_model_path,
+    cpu_has_bf16,
+    load_shipped,
+    new_base_classifier,
+    save_artifact,
+)
 
 LABEL_MAP = {
     "SUPPORTS": 0, "SUPPORT": 0, "REFUTES": 1, "CONTRADICT": 1, "NOT ENOUGH INFO": 2, "NEI": 2,
@@ -283,8 +290,6 @@ class Params(BaseModel):
 def run(args: Params) -> dict[str, float]:
     import torch
 
-    from kb.verify.model import cpu_has_bf16
-
     t0 = time.time()
     torch.set_num_threads(args.threads)
     bf16 = args.precision == "bf16" or (args.precision == "auto" and cpu_has_bf16())
@@ -317,8 +322,6 @@ def run(args: Params) -> dict[str, float]:
     model, tok = new_base_classifier()
     init_from = None
     if args.init_from:
-        from kb.verify.model import load_shipped
-
         model, tok, prev = load_shipped(Path(args.init_from))
         init_from = {"artifact_sha256": splits.file_fingerprint(Path(args.init_from) / "verifier.safetensors"),
                      "training": prev.get("training", {}), "hyperparameters": prev.get("hyperparameters", {}),
@@ -419,8 +422,6 @@ def run(args: Params) -> dict[str, float]:
     figures["ece_crossfit"] = float(ece_cf)
     figures["ece_uncalibrated"] = ece(softmax(L, 1.0), Y)
     log(f"temperature {T:.3f}; validation: {json.dumps({k: round(v, 4) for k, v in figures.items()})}")
-
-    from kb.verify.model import base_model_path
 
     manifest = {
         "format": "kbaudit-verifier-v1",

@@ -29,10 +29,11 @@ from datetime import date
 
 from kb.claims.split import MAX_SETTING_WORDS, SETTING_NOTE, setting_option
 from kb.records import Claim, Evidence, Judgement, Verdict
+from kb.text import passage_sentences
+from kb.verify.model import ModelJudge
 from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status
 from kb.verify.revision import apply_contrast
 from kb.verify.rules import judge_numbers, judge_rules
-from kb.text import passage_sentences
 from kb.verify.slots import canonical, content_set, content_words, word_tokens
 
 __all__ = ["Verifier", "VerifierSettings", "verifier_for", "decide", "document_status", "judge_rules", "combine"]
@@ -125,8 +126,6 @@ class Verifier:
             return None
         if self._model is None:
             try:
-                from kb.verify.model import ModelJudge
-
                 self._model = ModelJudge(path=self.settings.model_path, batch_size=self.settings.batch_size)
             except Exception as exc:  # missing weights, missing package: degrade to rules only
                 self.model_error = f"{type(exc).__name__}: {exc}"

@@ -26,6 +26,7 @@ import logging
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+from kb.records import Judgement
 from kb.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.verify.policy import newest_dates
 from kb.verify.slots import (
@@ -34,11 +35,11 @@ from kb.verify.slots import (
     canonical,
     comparable_kinds,
     extract,
+    quantity_relation,
     similarity,
     stated_point,
-    quantity_relation,
-    value_distance,
     tokens_outside_quantities,
+    value_distance,
 )
 
 __all__ = ["Contrast", "contrast", "apply_contrast"]
@@ -171,7 +172,6 @@ def apply_contrast(claim_text: str, evidence, judgements, keep_above: float = 0.
     each older version's sentence is contrasted with the newest version's; where the claim
     follows one side, that side supports and the other refutes (rules tier, the changed slot in
     the rationale). Sure rules judgements (``keep_above``) are kept. Returns a new list."""
-    from kb.records import Judgement
 
     out = list(judgements)
     newest = newest_dates(evidence)  # an undated passage is never "the older version" below
