@@ -12,8 +12,8 @@ from collections import Counter
 
 from prefect import flow, get_client
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.client.schemas.objects import StateType
 from prefect.deployments import run_deployment
-from prefect.states import StateType
 
 from flows.dask_verify import remote_verification, task_runner_for, with_task_runner
 from kb.chain import merge_counts, run_audit, runs_row
@@ -55,7 +55,9 @@ def _commit(store: Store, settings: Settings, run_id: str, counts: dict, started
         outcomes = apply_task(store, settings.docs_root)
         logger.info("applied edits: %s", dict(Counter(o.status for o in outcomes)) or "none accepted")
     if settings.out_url:  # a URL store: upload the run (its runs row last) from the local mirror
-        kb_remote.for_settings(settings).push(run_id)
+        remote = kb_remote.for_settings(settings)
+        assert remote is not None  # out_url set
+        remote.push(run_id)
     _publish_artifacts(run_id, row)
     return {"run_id": run_id, **{k: v for k, v in row.items() if k not in ("started_at", "finished_at", "config")}}
 
@@ -77,7 +79,7 @@ def audit(settings: Settings | dict, run_id: str | None = None) -> dict:
     settings = _as_settings(settings)
     with _locked_run(settings) as store:
         run_id = run_id or new_run_id()
-        started_at = dt.datetime.now(dt.timezone.utc)
+        started_at = dt.datetime.now(dt.UTC)
         clock = time.perf_counter()
         counts = audit_body(settings, store, run_id)
         return _commit(store, settings, run_id, counts, started_at, time.perf_counter() - clock)
@@ -104,7 +106,7 @@ def audit_sharded(settings: Settings | dict, shards: int = 2, deployment: str | 
     settings = _as_settings(settings)
     with _locked_run(settings) as store:
         run_id = run_id or new_run_id()
-        started_at = dt.datetime.now(dt.timezone.utc)
+        started_at = dt.datetime.now(dt.UTC)
         clock = time.perf_counter()
         if deployment is None:
             for i in range(shards):

@@ -33,7 +33,9 @@ def task_runner_for(settings: Settings):
     if settings.task_runner == "thread":
         return None
     try:
-        from prefect_dask import DaskTaskRunner  # an optional extra: kbaudit[dask]
+        # an optional extra: kbaudit[dask]. Imported from the package itself, so that a missing or
+        # blocked prefect_dask raises here even when its submodule was imported before.
+        from prefect_dask import DaskTaskRunner  # pyright: ignore[reportPrivateImportUsage]  # prefect_dask re-exports it without __all__
     except ImportError:
         raise ConfigError(
             f"task runner {settings.task_runner!r} needs prefect-dask, which is not installed: pip install 'kbaudit[dask]'"
@@ -101,7 +103,7 @@ def remote_verification(settings: Settings, tag: str = "") -> Iterator[tuple[Ver
     if settings.task_runner == "thread":
         yield None, CHUNK
         return
-    from prefect_dask import DaskTaskRunner  # checked by task_runner_for before the flow started
+    from prefect_dask import DaskTaskRunner  # pyright: ignore[reportPrivateImportUsage]  # checked by task_runner_for before the flow started
 
     with contextlib.ExitStack() as stack:
         context = FlowRunContext.get()
@@ -110,11 +112,13 @@ def remote_verification(settings: Settings, tag: str = "") -> Iterator[tuple[Ver
         else:
             # Started without with_task_runner() (a deployment runs the flow with its decorator's
             # thread runner): a cluster (or the scheduler connection) for this run only.
-            dask = stack.enter_context(task_runner_for(settings))
+            started = task_runner_for(settings)
+            assert started is not None  # settings.task_runner is not thread here
+            dask = stack.enter_context(started)
         if settings.task_runner == "dask":
             slots = settings.dask_workers
         else:  # an existing scheduler: two chunks per worker thread
-            slots = sum(dask.client.nthreads().values())
+            slots = sum(dask.client.nthreads().values())  # pyright: ignore[reportAttributeAccessIssue]  # distributed types the sync/async Client API as a coroutine
             if not slots:
                 logger.warning("%sthe dask scheduler at %s has no workers yet; the verify tasks wait for one", tag, dask.address)
         slots = max(slots, 1)

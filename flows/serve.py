@@ -17,7 +17,6 @@ from pathlib import Path
 
 from flows.options import flag_values, settings_flags
 from kb.config import load_settings
-from kb.errors import ConfigError
 
 DEPLOYMENT = "kbaudit-nightly"
 
@@ -37,7 +36,7 @@ class LocalServer:
         self.log_path = log_path
         self.process: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 120.0) -> "LocalServer":
+    def start(self, timeout: float = 120.0) -> LocalServer:
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         prefect = Path(sys.executable).with_name("prefect")
         command = [str(prefect) if prefect.exists() else "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)]
@@ -118,7 +117,9 @@ def _stop_like_sigterm(signum, frame) -> None:
     that waited 180 s for it)."""
     # the runner's graceful shutdown (a second Ctrl-C exits), or before the runner has started,
     # the _interrupt that cmd_serve installed: a SIGTERM handler is always there to call
-    signal.getsignal(signal.SIGTERM)(signal.SIGTERM, frame)
+    handler = signal.getsignal(signal.SIGTERM)
+    assert callable(handler), "cmd_serve installs a SIGTERM handler before the runner"
+    handler(signal.SIGTERM, frame)
 
 
 def register(sub) -> None:

@@ -25,7 +25,7 @@ import kb.evidence.retrieve
 import kb.ingest.parse
 from kb.claims.split import split_claims
 from kb.config import ClaimSettings, Settings
-from kb.correct.draft import draft_edits
+from kb.correct.draft import DraftEdit, draft_edits
 from kb.correct.review import rejected_proposals
 from kb.correct.versions import run_tables
 from kb.escalate.lessons import load_lessons
@@ -111,7 +111,7 @@ class Caches:
     read: bool = True  # False for --full: recompute everything (results are still stored)
 
     @classmethod
-    def at(cls, folder: Path | None, read: bool = True) -> "Caches":
+    def at(cls, folder: Path | None, read: bool = True) -> Caches:
         return cls(ResultCache(folder, "claims"), ResultCache(folder, "evidence"), ResultCache(folder, "verdicts"), read)
 
     def lookup(self, cache: ResultCache, keys: list[str], compute, batch_size: int) -> tuple[list, set[int]]:
@@ -296,7 +296,7 @@ def correct_stage(
     evidence: dict[str, list[Evidence]],
     settings: Settings,
     suppressed: dict[str, str] | None = None,
-) -> list[Edit]:
+) -> list[DraftEdit]:
     """Draft, re-verify and risk-rate one edit per contradicted or stale claim (kb.correct.draft)."""
     return draft_edits(documents, claims, verdicts, evidence, settings=settings, today=settings.run_date, suppressed=suppressed)
 
@@ -436,9 +436,10 @@ def run_audit(
                 sum(v.reused for v in result.verdicts), result.redo_reasons or "none")
 
     lessons = load_lessons(store) if store is not None else []
-    result.escalation = runner("escalate", escalate_stage, result.claims, result.evidence, result.verdicts, settings, lessons)
-    result.verdicts, result.lessons = result.escalation.verdicts, result.escalation.lessons
-    for note in result.escalation.summary_notes:
+    escalation: EscalationResult = runner("escalate", escalate_stage, result.claims, result.evidence, result.verdicts, settings, lessons)
+    result.escalation = escalation
+    result.verdicts, result.lessons = escalation.verdicts, escalation.lessons
+    for note in escalation.summary_notes:
         logger.info("%s%s", tag, note)
 
     suppressed = rejected_proposals(store) if store is not None and store.run_ids() else {}
@@ -517,7 +518,7 @@ def merge_counts(parts: list[dict]) -> dict:
 def runs_row(counts: dict, settings: Settings, started_at: dt.datetime, seconds: float, status: str = "completed") -> dict:
     return {
         "started_at": started_at,
-        "finished_at": dt.datetime.now(dt.timezone.utc),
+        "finished_at": dt.datetime.now(dt.UTC),
         "status": status,
         "depth": settings.depth,
         "docs_root": str(settings.docs_root),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -53,7 +54,7 @@ class Block:
     start: int
     end: int
     text: str
-    offsets: tuple[int, ...]
+    offsets: Sequence[int]  # a tuple, or kb.ingest.parse.OffsetMap (the same, stored as runs)
     section: tuple[str, ...] = ()  # heading path above the block
     level: int = 0  # heading level, or list nesting depth
     lead_in: str = ""  # for list items: the sentence that introduces the list

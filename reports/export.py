@@ -108,7 +108,7 @@ def export_verifyloop(store: Store, dest: Path, run_id: str | None = None) -> li
                 "schema": MANIFEST_SCHEMA_ID,
                 "run_id": run_id,
                 "depth": run["depth"],
-                "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                 "documents": manifest,
             },
             indent=2,

@@ -61,7 +61,7 @@ def trend_svg(trend: list[dict], current: str) -> str:
     width, height, pad, top = 640, 220, 40, 14
     if not trend:
         return '<svg id="trend" role="img" aria-label="no runs"></svg>'
-    peak = max(max(sum(int(r[l] or 0) for l in q.LABELS) for r in trend), 1)
+    peak = max(max(sum(int(r[label] or 0) for label in q.LABELS) for r in trend), 1)
     step = (width - pad - 10) / len(trend)
     bar = max(min(step * 0.7, 48), 4)
     parts = [

@@ -12,6 +12,7 @@ import math
 from kb.config import ConfigError
 from kb.records import LABELS
 from kb.store import Store
+
 CHANGES = ("new_contradiction", "newly_stale", "newly_uncertain", "fixed")
 
 
@@ -20,8 +21,9 @@ def _value(v):
         return None
     if hasattr(v, "tolist") and not isinstance(v, (str, bytes)):  # numpy arrays and scalars
         v = v.tolist()
-    if hasattr(v, "to_pydatetime"):
-        return v.to_pydatetime()
+    to_pydatetime = getattr(v, "to_pydatetime", None)  # pandas Timestamp
+    if to_pydatetime is not None:
+        return to_pydatetime()
     if isinstance(v, float) and math.isnan(v):
         return None
     try:
@@ -44,8 +46,9 @@ def rows(store: Store, sql: str, params: list | None = None) -> list[dict]:
     for rec in frame.to_dict("records"):
         row = {k: _value(v) for k, v in rec.items()}
         for k in DATE_COLUMNS & row.keys():
-            if hasattr(row[k], "date"):
-                row[k] = row[k].date()
+            as_date = getattr(row[k], "date", None)  # a datetime or Timestamp
+            if as_date is not None:
+                row[k] = as_date()
         out.append(row)
     return out
 

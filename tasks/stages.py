@@ -20,7 +20,7 @@ from kb.store import Store
 def _task_of(stage: str, fn: Callable[..., Any]):
     # One task per stage function; Prefect task caching is off: kb's stage caches are the one
     # mechanism (docs/design-notes.md).
-    return task(fn, name=stage, cache_policy=NO_CACHE)
+    return task(fn, name=stage, cache_policy=NO_CACHE)  # pyright: ignore[reportCallIssue, reportArgumentType]  # prefect's task() overloads type a positional fn with keyword options as None
 
 
 def prefect_runner(stage: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:

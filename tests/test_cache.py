@@ -1,9 +1,9 @@
 from datetime import date
 from pathlib import Path
 
+from kb.records import Claim, Evidence, Verdict
 from kb.store import cache as cache_module
 from kb.store.cache import ResultCache, dumps, key_of, loads
-from kb.records import Claim, Evidence, Verdict
 
 
 def test_records_round_trip_through_json():

@@ -20,9 +20,9 @@ import pytest
 from kb.claims.split import split_claims
 from kb.config import DEMO_ROOT
 from kb.correct.draft import CorrectionSettings, aligned_slot, change_size, draft_edits, edit_risk, replace_slot
+from kb.correct.versions import run_tables, splice
 from kb.ingest.walk import ingest
 from kb.records import Claim, Document, Evidence, Verdict, content_hash
-from kb.correct.versions import run_tables, splice
 
 TODAY = date(2026, 6, 1)
 

@@ -17,11 +17,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from kb.config import Settings
-from kb.records import Claim, Evidence, Verdict
-from kb.escalate.route import DeepVerdict, RouteSettings, escalate
-from kb.verify import Verifier, VerifierSettings
 from kb.escalate.cove import CoveSettings
 from kb.escalate.llm import LLMClient, LLMError
+from kb.escalate.route import DeepVerdict, RouteSettings, escalate
+from kb.records import Claim, Evidence, Verdict
+from kb.verify import Verifier, VerifierSettings
 
 TODAY = date(2026, 6, 1)
 KEY = "sk-test-0123456789abcdef"
@@ -243,7 +243,7 @@ def test_discrepancy_with_rewrite_feeds_corrections_and_lessons(serve):
     r = _one(s, claim=claim, verdict=_weak("c1", "supported", 0.6))
     (v,) = r.verdicts
     assert v.label == "contradicted" and v.verified_with_discrepancy
-    assert getattr(v, "corrected_text") == "Team plan backups are kept for 30 days."  # what kb.correct.draft reads
+    assert v.corrected_text == "Team plan backups are kept for 30 days."  # what kb.correct.draft reads
     assert "14 days" in v.rationale and v.action == "correct from the deep verifier's rewrite"
     assert r.discrepancies == 1 and len(r.lessons) == 1
     lesson = r.lessons[0]
@@ -413,7 +413,7 @@ def test_d4_two_verifiers_must_agree(serve):
     assert r.disagreements == 1
     # D5: the non-supported claim is flagged for a human as well
     r5 = escalate(claims, evidence, verdicts, _settings(s, "D5"), TODAY, route=_route())
-    assert r5.verdicts[1].human_review and r5.human_review == 1 and not getattr(r5.verdicts[0], "human_review")
+    assert r5.verdicts[1].human_review and r5.human_review == 1 and not r5.verdicts[0].human_review
 
 
 def test_rules_then_d3_end_to_end(serve):

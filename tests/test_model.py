@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kb.training import splits
-from kb.training import synth
+from kb.training import splits, synth
 from kb.verify.model import ARTIFACT, MANIFEST, RELATIONS, WEIGHTS_DIR, ModelJudge
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

@@ -32,7 +32,7 @@ SCRIPT = "<script>document.title='pwned'</script>"
 def _write_run(store: Store, labels: dict[int, str], owners: dict[str, str | None] | None = None) -> str:
     owners = owners or {"a.md": "ann", "b.md": None}
     run_id = new_run_id()
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     store.write_table(
         run_id,
         "documents",

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from kb.evidence.embed import Embedder
-from kb.records import Claim
 from kb.evidence.retrieve import Retriever, build_passages, windows
 from kb.evidence.sources import load_sources
+from kb.records import Claim
 
 TODAY = date(2025, 1, 15)
 

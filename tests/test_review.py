@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -23,12 +22,12 @@ import pandas as pd
 import pytest
 
 from flows.cli import main as cli
-from kb.correct import review
 from kb.config import ConfigError
+from kb.correct import review
 from kb.correct.draft import draft_edits
+from kb.correct.versions import run_tables
 from kb.records import content_hash
 from kb.store import Store, new_run_id
-from kb.correct.versions import run_tables
 from tests.test_correct import TODAY, EchoVerifier, demo_audit, expected_corrections
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,7 +51,7 @@ def _run(store: Store, docs_root: Path):
         store.write_table(run_id, table, rows)
     store.lock()
     try:
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         row = {"started_at": now, "finished_at": now, "status": "completed", "depth": "D1", "docs_root": str(docs_root), "edits": len(edits)}
         store.commit_run(run_id, row)
     finally:

@@ -8,12 +8,12 @@ from datetime import date
 import pytest
 
 from kb.config import ConfigError, Settings
-from kb.escalate.lessons import lesson_row, load_lessons, matches
-from kb.records import Claim, Evidence, Verdict
-from kb.escalate.route import NO_ENDPOINT_ACTION, DeepVerdict, RouteSettings, escalate
-from kb.store import Store
 from kb.escalate.cove import CoveSettings, find_quote, ground, items, parse_reply, parse_status, split_blocks
+from kb.escalate.lessons import lesson_row, load_lessons, matches
 from kb.escalate.llm import ChatReply, Cost
+from kb.escalate.route import NO_ENDPOINT_ACTION, DeepVerdict, RouteSettings, escalate
+from kb.records import Claim, Evidence, Verdict
+from kb.store import Store
 
 TODAY = date(2026, 6, 1)
 PASSAGE = "The API allows 600 requests per minute per token. Tokens expire after 90 days."
@@ -166,7 +166,7 @@ def test_lessons_raise_priority_of_similar_claims(tmp_path):
     # stored with a run, read back by the next one
     store = Store(tmp_path / "store")
     store.write_table("20260601T000000-aaaaaa", "lessons", [row])
-    store.commit_run("20260601T000000-aaaaaa", {"status": "completed", "started_at": dt.datetime.now(dt.timezone.utc)})
+    store.commit_run("20260601T000000-aaaaaa", {"status": "completed", "started_at": dt.datetime.now(dt.UTC)})
     (back,) = load_lessons(store)
     assert back["trigger"] == row["trigger"] and back["correction"] == row["correction"]
     assert load_lessons(Store(tmp_path / "empty")) == []

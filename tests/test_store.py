@@ -13,7 +13,7 @@ def _claim(i: int) -> Claim:
 
 
 def _runs_row() -> dict:
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     return {"started_at": now, "finished_at": now, "status": "completed", "depth": "D1", "claims": 2}
 
 

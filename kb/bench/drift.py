@@ -35,6 +35,7 @@ from rapidfuzz import fuzz
 from kb.chain import run_audit
 from kb.config import Settings
 from kb.ingest.parse import read_front_matter
+from kb.records import Claim
 from kb.verify.slots import canonical
 
 log = logging.getLogger("kbaudit.bench.drift")
@@ -95,7 +96,7 @@ def _claim_lines(result) -> dict[str, list[tuple[int, int, object, str]]]:
 MAX_WRAPPED_LINES = 8
 
 
-def match_gold(gold: dict, claims_by_doc: dict) -> list[tuple[object, str]]:
+def match_gold(gold: dict, claims_by_doc: dict) -> list[tuple[Claim, str]]:
     """The claims split from one gold sentence (with their labels)."""
     doc = gold["doc"]
     cands = claims_by_doc.get(doc) or claims_by_doc.get(Path(doc).name) or []

@@ -160,9 +160,9 @@ def verify_with(system, claims: list[Claim], evidence: dict[str, list[Evidence]]
     return verdicts, judged
 
 
-def make_systems(args: Params) -> dict[str, object]:
+def make_systems(args: Params) -> dict[str, Verifier | LexicalSystem]:
     wanted = [s.strip() for s in (getattr(args, "systems", None) or "full,rules,lexical").split(",") if s.strip()]
-    out = {}
+    out: dict[str, Verifier | LexicalSystem] = {}
     if "full" in wanted:
         out[""] = Verifier(VerifierSettings(model_path=getattr(args, "model_path", None), use_model=True))
     if "rules" in wanted:
@@ -404,22 +404,22 @@ def bench_scifact(systems, rows, corpus_path, cache_dir, limit_corpus=None) -> d
 
 def run(args: Params) -> dict[str, float]:
     systems = make_systems(args)
-    limit = getattr(args, "limit", None)
+    limit = args.limit
     metrics: dict[str, float] = {}
     full = systems.get("")
-    if full is not None:
+    if isinstance(full, Verifier):  # "" is the full verifier
         metrics["model_loaded"] = 0.0 if full.model is None else 1.0
-        if full.model is not None and getattr(args, "model_cache", None):
+        if full.model is not None and args.model_cache:
             full._model = CachedModel(full.model, args.model_cache)
         if full.model_error:
             log.warning("full verifier runs without its model: %s", full.model_error)
-    if getattr(args, "fever", None):
+    if args.fever:
         rows, part = reportable(args.fever, read_jsonl(args.fever))
         rows = rows[:limit] if limit else rows
         log.info("FEVER-Lite: %d claims (%s)", len(rows), part)
         metrics["n_fever"] = float(len(rows))
         metrics.update(bench_fever(systems, rows))
-    if getattr(args, "vitaminc", None):
+    if args.vitaminc:
         rows, part = reportable(args.vitaminc, read_jsonl(args.vitaminc))
         rows = rows[:limit] if limit else rows
         log.info("VitaminC: %d pairs (%s)", len(rows), part)
@@ -427,15 +427,15 @@ def run(args: Params) -> dict[str, float]:
         memos: dict = {}
         metrics.update(bench_vitaminc(systems, rows, memos))
         metrics.update(bench_stale(systems, rows, memos))
-        if not (getattr(args, "scifact_claims", None) and getattr(args, "scifact_corpus", None)):
+        if not (args.scifact_claims and args.scifact_corpus):
             metrics.update(bench_throughput(systems, rows))
-    if getattr(args, "scifact_claims", None) and getattr(args, "scifact_corpus", None):
+    if args.scifact_claims and args.scifact_corpus:
         rows = read_jsonl(args.scifact_claims)
         rows = rows[:limit] if limit else rows
         log.info("SciFact: %d claims against the whole corpus", len(rows))
         metrics["n_scifact"] = float(len(rows))
         tmp = None
-        cache_dir = getattr(args, "cache_dir", None)
+        cache_dir = args.cache_dir
         if cache_dir is None:
             tmp = tempfile.TemporaryDirectory(prefix="kbaudit-labels-")
             cache_dir = tmp.name

@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 
 from kb.evidence.embed import Embedder
-from kb.records import Claim
 from kb.evidence.retrieve import Retriever, build_passages
 from kb.evidence.sources import load_sources
+from kb.records import Claim
 
 log = logging.getLogger("kbaudit.bench.retrieval")
 RECALL_AT = (1, 3, 10)

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kb.chain import run_audit, runs_row
+from kb.chain import AuditResult, run_audit, runs_row
 from kb.config import ConfigError, Settings
 from kb.evidence.embed import Embedder
 from kb.evidence.retrieve import Retriever, build_passages
@@ -141,8 +141,8 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     settings = Settings(docs=docs, sources=[corpus], out=out, depth=args.depth, today=dt.date(2026, 1, 1)).validate()
     store = Store(out)
 
-    def timed_run() -> tuple[float, object]:
-        started_at = dt.datetime.now(dt.timezone.utc)
+    def timed_run() -> tuple[float, AuditResult]:
+        started_at = dt.datetime.now(dt.UTC)
         clock = time.perf_counter()
         run_id = new_run_id()
         store.lock()

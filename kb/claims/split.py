@@ -15,16 +15,17 @@ Everything is regex and table driven and linear in the input; no model is loaded
 from __future__ import annotations
 
 import re
-
-_LOWER = 0  # patterns marked _LOWER are matched against lowercased text (3x faster than re.I)
 from dataclasses import dataclass
 
 from kb.config import ClaimSettings
 from kb.errors import ClaimLimitError
+from kb.ingest.parse import OffsetMap
 from kb.records import Block, Claim, Document, content_hash
 from kb.text import sentence_spans
 
 __all__ = ["ClaimLimitError", "ClaimSettings", "split_claims", "classify"]
+
+_LOWER = 0  # patterns marked _LOWER are matched against lowercased text (3x faster than re.I)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -679,7 +680,7 @@ _MAX_CLAIM_CHARS = 2000
 def _span(block: Block, i: int, j: int) -> tuple[int, int]:
     """Document span of block text ``[i, j)``; works for an OffsetMap or a plain tuple of offsets."""
     offsets = block.offsets
-    if hasattr(offsets, "span"):
+    if isinstance(offsets, OffsetMap):
         return offsets.span(i, j)
     if len(offsets) != len(block.text) or not offsets:
         return block.start, block.end  # a hand-made block without offsets: the whole block

@@ -30,9 +30,9 @@ import dataclasses
 import difflib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
-from typing import Mapping
 
 from kb.config import CorrectionSettings
 from kb.records import Claim, Document, Edit, Evidence, Verdict, content_hash
@@ -169,7 +169,8 @@ def edit_risk(
 ) -> tuple[str, float, dict[str, float]]:
     """(risk level, points, the points each factor added)."""
     settings = settings or CorrectionSettings()
-    kb_meta = doc.meta.get("kbaudit") if isinstance(doc.meta.get("kbaudit"), dict) else {}
+    raw_meta = doc.meta.get("kbaudit")
+    kb_meta = raw_meta if isinstance(raw_meta, dict) else {}
     factors: dict[str, float] = {}
     factors["claim_risk"] = RISK_POINTS.get(claim.risk, 1.0)
     factors["document_risk"] = RISK_POINTS.get(doc.risk or "low", 1.0)
@@ -294,6 +295,14 @@ def _recheck(drafts: list[_Draft], evidence: dict[str, list[Evidence]], verifier
     return {v.claim_id: v for v in verdicts}
 
 
+def _correction_of(settings) -> CorrectionSettings:
+    return getattr(settings, "correct", None) or CorrectionSettings()
+
+
+def _run_date_of(settings) -> date:
+    return getattr(settings, "run_date", None) or date.today()
+
+
 def draft_edits(
     documents: list[Document],
     claims: list[Claim],
@@ -317,8 +326,8 @@ def draft_edits(
     docs = {d.doc_id: d for d in documents}
     claims_by_id = {c.claim_id: c for c in claims}
     suppressed = suppressed or {}
-    correction = correction or getattr(settings, "correct", None) or CorrectionSettings()
-    today = today or getattr(settings, "run_date", None) or date.today()
+    correction = correction or _correction_of(settings)
+    today = today or _run_date_of(settings)
     drafts: list[_Draft] = []
     for verdict in verdicts:
         if verdict.label not in CORRECTABLE or verdict.claim_id not in claims_by_id:

@@ -31,9 +31,9 @@ import duckdb
 import pandas as pd
 
 from kb.config import DEMO_ROOT, ConfigError
+from kb.correct.versions import encode_like, splice, unified_diff
 from kb.records import Claim, Edit, Evidence, Verdict, content_hash
 from kb.store import Store
-from kb.correct.versions import BOM, encode_like, splice, unified_diff
 
 DECISIONS = {
     "approve": "approve", "approved": "approve", "accept": "approve", "accepted": "approve", "yes": "approve",
@@ -62,7 +62,7 @@ def default_reviewer() -> str:
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def _query(store: Store, sql: str, params: list | None = None) -> pd.DataFrame:
@@ -91,7 +91,7 @@ def resolve(store: Store, edit_id: str, known: list[str] | None = None) -> str:
     if len(edit_id) < 6:
         raise ConfigError(f"edit id {edit_id!r} is too short (give at least 6 characters)")
     if known is None:
-        known = _query(store, "SELECT edit_id FROM edit_state").edit_id.tolist()
+        known = list(_query(store, "SELECT edit_id FROM edit_state").edit_id.tolist())
     found = [k for k in known if k.startswith(edit_id)]
     if not found:
         raise ConfigError(f"no edit {edit_id!r} in {store.root}")
@@ -124,7 +124,7 @@ def rejected_proposals(store: Store) -> dict[str, str]:
     except duckdb.Error:  # a store written before the review views existed
         return {}
     return {
-        r.proposal_key: f"rejected by {r.state_by} on {pd.Timestamp(r.state_at).date()}: {r.state_note or 'no note'}"
+        r.proposal_key: f"rejected by {r.state_by} on {pd.Timestamp(r.state_at).date()}: {r.state_note or 'no note'}"  # pyright: ignore[reportAttributeAccessIssue]  # pandas-stubs: itertuples() rows typed as plain tuples
         for r in frame.itertuples()
     }
 
@@ -314,10 +314,10 @@ def read_decisions_file(path: str | Path) -> pd.DataFrame:
 def import_decisions(store: Store, path: str | Path, reviewer: str | None = None) -> list[dict]:
     """Decisions from a CSV or Parquet file of edit_id, decision, note (rows without a decision are skipped)."""
     frame = read_decisions_file(path)
-    items = [
-        (r.edit_id, r.decision, r.note)
+    items: list[tuple[str, str, str]] = [  # pyright: ignore[reportAssignmentType]  # pandas-stubs: itertuples() fields untyped
+        (r.edit_id, r.decision, r.note)  # pyright: ignore[reportAttributeAccessIssue]  # pandas-stubs: itertuples() rows typed as plain tuples
         for r in frame.itertuples(index=False)
-        if str(r.decision).strip() and not (isinstance(r.decision, float) and pd.isna(r.decision))
+        if str(r.decision).strip() and not (isinstance(r.decision, float) and pd.isna(r.decision))  # pyright: ignore[reportAttributeAccessIssue]
     ]
     rows = _decision_rows(store, items, reviewer or default_reviewer(), f"import:{Path(path).name}")
     if rows:
@@ -455,12 +455,12 @@ def apply_edits(
     """Write the accepted edits (auto-accepted and approved) of the newest run to the KB files."""
     actor = actor or default_reviewer()
     if docs_root is None:
-        docs_root = _query(store, "SELECT docs_root FROM runs ORDER BY run_id DESC LIMIT 1").docs_root.iloc[0]
+        docs_root = str(_query(store, "SELECT docs_root FROM runs ORDER BY run_id DESC LIMIT 1").docs_root.iloc[0])
     root = writable_root(Path(docs_root))
     frame, targets = _candidates(store)
     by_doc: dict[str, list] = {}
     for row in frame.itertuples(index=False):
-        by_doc.setdefault(row.doc_id, []).append(row)
+        by_doc.setdefault(row.doc_id, []).append(row)  # pyright: ignore[reportAttributeAccessIssue]  # pandas-stubs: itertuples() rows typed as plain tuples
 
     plans = []
     for doc_id in sorted(by_doc):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-from typing import Iterable
+from collections.abc import Iterable
 
 from kb.records import Claim, Document, Edit, Verdict, content_hash
 from kb.verify.policy import document_status
@@ -103,12 +103,12 @@ def versions_for_run(
         edit_ids = [e.edit_id for e in taken]
         doc_claims = claims_of.get(doc_id, [])
         before = [verdict_of[c.claim_id] for c in doc_claims]
-        after_of = {
+        after_of = {  # drafts (kb.correct.draft.DraftEdit) say what the re-check found
             e.claim_id: dataclasses.replace(
-                verdict_of[e.claim_id], label=e.label_after, confidence=e.confidence_after or 0.0
+                verdict_of[e.claim_id], label=label_after, confidence=getattr(e, "confidence_after", None) or 0.0
             )
             for e in taken
-            if getattr(e, "label_after", None) and e.claim_id in verdict_of
+            if (label_after := getattr(e, "label_after", None)) and e.claim_id in verdict_of
         }
         after = [after_of.get(c.claim_id, verdict_of[c.claim_id]) for c in doc_claims]
         versions.append(

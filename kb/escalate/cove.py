@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz
 
 from kb.config import CoveSettings
-from kb.records import Claim, Evidence
 from kb.escalate.llm import Cost, LLMClient, LLMError
+from kb.records import Claim, Evidence
 
 STATUSES = ("verified-clean", "verified-with-corrections", "unverifiable")
 BLOCKS = ("status", "questions", "answers", "discrepancies", "final")
@@ -276,7 +276,7 @@ def parse_reply(text: str, finish_reason: str | None = None) -> CoveReply:
 def parse_answer(text: str) -> str:
     """A factored answer: the ANSWER block if there is one, else the whole reply."""
     blocks = split_blocks(text or "")
-    body = blocks.get("answers") if "answers" in blocks else (text or "")
+    body = blocks["answers"] if "answers" in blocks else (text or "")
     return " ".join(line.strip() for line in body.strip().split("\n") if line.strip())
 
 

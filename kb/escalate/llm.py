@@ -47,7 +47,7 @@ class Cost:
     def tokens(self) -> int:
         return self.tokens_in + self.tokens_out
 
-    def add(self, other: "Cost") -> None:
+    def add(self, other: Cost) -> None:
         for name in ("calls", "attempts", "retries", "failures", "tokens_in", "tokens_out", "seconds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
@@ -123,7 +123,7 @@ class LLMClient:
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> "LLMClient":
+    def __enter__(self) -> LLMClient:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -46,11 +46,11 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from kb.config import RouteSettings
+from kb.escalate.cove import CoveOutcome, verify_claim
 from kb.escalate.lessons import lesson_row, matching
+from kb.escalate.llm import Cost, LLMClient, estimate_tokens
 from kb.log import logger
 from kb.records import Claim, Evidence, Verdict
-from kb.escalate.cove import CoveOutcome, verify_claim
-from kb.escalate.llm import Cost, LLMClient, estimate_tokens
 
 DEEP_DEPTHS = ("D3", "D4", "D5")
 NO_ENDPOINT_ACTION = "configure a deep verifier (KBAUDIT_LLM_BASE_URL) or review by hand"
@@ -153,7 +153,7 @@ def _evidence_sentence(outcome: CoveOutcome, evidence: list[Evidence], fallback:
 def _deep_verdict(claim: Claim, before: Verdict, outcome: CoveOutcome, evidence: list[Evidence], rs: RouteSettings) -> DeepVerdict:
     """The deep verifier's verdict (D3), from an accepted outcome."""
     label = outcome.label
-    conf = rs.llm_confidence.get(label, 0.5)
+    conf = rs.llm_confidence.get(label or "", 0.5)  # accepted outcomes carry a label
     how = f"deep verifier (CoVe {rs.cove.mode}, {len(outcome.questions)} questions): {outcome.reason}"
     if outcome.cited:
         how += f"; cites {', '.join(f'P{i}' for i in outcome.cited)}"
@@ -327,6 +327,7 @@ def _run_deep(order, claims_by_id, evidence, depth, rs, client, lesson_ids, toda
         claim = claims_by_id[before.claim_id]
         row = {"claim_id": before.claim_id, "label_before": before.label, "lesson_match": claim.claim_id in lesson_ids}
         if outcome is None:
+            assert limit is not None  # work() returns the limit whenever it returns no outcome
             result.skipped_by_budget += 1
             skipped_by[limit] = skipped_by.get(limit, 0) + 1
             result.verdicts[i] = _deep(before, skipped_by_budget=True,

@@ -87,7 +87,10 @@ class Embedder:
 
     @property
     def dim(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
+        dim = self.model.get_sentence_embedding_dimension()
+        if dim is None:  # int(None) raised this before: a model without a fixed width cannot be cached
+            raise TypeError(f"{self.model_path}: the model has no fixed embedding dimension")
+        return int(dim)
 
     def embed_uncached(self, texts: list[str]) -> np.ndarray:
         """Run the model on ``texts`` (no cache): the embedding floor for benchmarks."""
@@ -149,6 +152,7 @@ class Embedder:
             self._compact()
 
     def _compact(self) -> None:
+        assert self.cache_dir is not None  # only called after writing a shard there
         shards = sorted(self.cache_dir.glob("shard-*.npz"))
         keys, vecs = [], []
         for shard in shards:
@@ -171,6 +175,7 @@ class Embedder:
         self._shards_on_disk = 1
 
     def _append(self, keys: list[bytes], vecs: np.ndarray) -> None:
+        assert self._index is not None  # _load_cache() ran
         base = 0 if self._matrix is None else self._matrix.shape[0]
         self._matrix = vecs if self._matrix is None else np.concatenate([self._matrix, vecs])
         for i, k in enumerate(keys):
@@ -183,10 +188,12 @@ class Embedder:
         texts = list(texts)
         with self._lock:
             self._load_cache()
+            index = self._index
+            assert index is not None  # _load_cache() sets it
             keys = [text_key(t) for t in texts]
             missing: dict[bytes, str] = {}
             for k, t in zip(keys, texts):
-                if k not in self._index and k not in missing:
+                if k not in index and k not in missing:
                     missing[k] = t
             self.cache_hits += len(texts) - sum(1 for k in keys if k in missing)
             if missing:
@@ -201,5 +208,6 @@ class Embedder:
             if not texts:
                 dim = self._matrix.shape[1] if self._matrix is not None else self.dim
                 return np.zeros((0, dim), dtype=np.float32)
-            rows = np.fromiter((self._index[k] for k in keys), dtype=np.int64, count=len(keys))
+            rows = np.fromiter((index[k] for k in keys), dtype=np.int64, count=len(keys))
+            assert self._matrix is not None  # every key is in the index, so rows exist
             return self._matrix[rows]

@@ -33,8 +33,10 @@ import json
 import math
 import os
 import secrets
-from datetime import date, datetime, timezone
+from collections.abc import Mapping
+from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any, cast
 
 from kb.ingest.walk import shard_of
 from kb.records import content_hash
@@ -68,12 +70,13 @@ def _sha256(data: bytes) -> str:
 
 
 def _timestamp(value) -> str:
-    if hasattr(value, "to_pydatetime"):
-        value = value.to_pydatetime()
+    to_pydatetime = getattr(value, "to_pydatetime", None)  # pandas Timestamp
+    if to_pydatetime is not None:
+        value = to_pydatetime()
     if isinstance(value, datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            value = value.replace(tzinfo=UTC)
+        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return str(value)
 
 
@@ -83,7 +86,7 @@ def _message(row: dict) -> bytes:
 
 def sign_batch(run_id: str, tool: str, inputs: bytes, outputs: bytes, key_dir: Path | str) -> dict:
     """A signed ``receipts`` row for one batch (see the module docstring)."""
-    created_at = _timestamp(datetime.now(timezone.utc))
+    created_at = _timestamp(datetime.now(UTC))
     in_h, out_h = _sha256(inputs), _sha256(outputs)
     row = {
         "receipt_id": content_hash(f"{run_id}|{tool}|{in_h}|{out_h}|{created_at}"),
@@ -124,8 +127,9 @@ def _plain(value):
             value = value.item()
         except (TypeError, ValueError):
             pass
-    if hasattr(value, "to_pydatetime"):
-        value = value.to_pydatetime()
+    to_pydatetime = getattr(value, "to_pydatetime", None)  # pandas Timestamp
+    if to_pydatetime is not None:
+        value = to_pydatetime()
     if isinstance(value, datetime):
         if value.time() == datetime.min.time() and value.tzinfo is None:
             return value.date().isoformat()
@@ -137,7 +141,8 @@ def _plain(value):
             return None
         return float(repr(value)) if math.isfinite(value) else str(value)
     if isinstance(value, (list, tuple)) or (hasattr(value, "tolist") and not isinstance(value, (str, bytes))):
-        seq = value.tolist() if hasattr(value, "tolist") else value
+        tolist = getattr(value, "tolist", None)  # numpy arrays
+        seq = tolist() if tolist is not None else value
         return [_plain(v) for v in seq]
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
@@ -152,7 +157,7 @@ def canonical_rows(rows, exclude: tuple[str, ...] = ("receipt_id",), columns: tu
     """
     lines = []
     for r in rows:
-        d = dataclasses.asdict(r) if dataclasses.is_dataclass(r) else dict(r)
+        d = dataclasses.asdict(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else dict(cast(Mapping[str, Any], r))
         if columns is not None:
             d = {k: d.get(k) for k in columns}
         d = {k: _plain(v) for k, v in d.items() if k not in exclude}

@@ -292,6 +292,7 @@ class Retriever:
         ``sent_raw`` (queries x sentences BM25)."""
         toks = [tokenize(q) for q in queries]
         vecs = self.embedder.encode(queries)
+        assert self._bm25 is not None and self._bm25_sent is not None  # index() ran on passages
         bm25 = self._bm25.scores(toks)
         sent_raw = self._bm25_sent.scores(toks)
         sent = self._passage_max(sent_raw)
@@ -365,6 +366,7 @@ class Retriever:
         if b - a == 1:
             return int(a)
         bm = self._bm25_sent
+        assert bm is not None  # index() ran on passages
         weights = {}
         for t in claim_tokens:
             tid = bm.vocab.get(t)

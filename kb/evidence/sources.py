@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
-from kb.ingest.walk import list_documents
 from kb.ingest.parse import ParseError, parse_document
+from kb.ingest.walk import list_documents
 from kb.records import Block, IngestError, SourceDoc, content_hash
 
 DATE_KEYS = ("published_at", "updated_at", "updated", "date")
@@ -88,7 +88,7 @@ def parse_date(value) -> date | None:
             return date(int(value), 1, 1)
         try:  # epoch seconds (or milliseconds)
             secs = value / 1000 if value > 1e11 else value
-            return datetime.fromtimestamp(secs, tz=timezone.utc).date()
+            return datetime.fromtimestamp(secs, tz=UTC).date()
         except (ValueError, OverflowError, OSError):
             return None
     text = str(value).strip()
@@ -112,7 +112,7 @@ def parse_date(value) -> date | None:
 
 def _mtime(path: Path) -> date | None:
     try:
-        return datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc).date()
+        return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).date()
     except OSError:
         return None
 

@@ -25,6 +25,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from datetime import date, datetime
 from pathlib import PurePath
+from typing import overload
 
 import yaml
 
@@ -43,7 +44,7 @@ _INLINE_WINDOW = 1000  # how far inline markup looks for its closing delimiter
 # offsets
 
 
-class OffsetMap(Sequence):
+class OffsetMap(Sequence[int]):
     """Maps each character of a block's text to its offset in the document, stored as runs.
 
     Run ``k`` says: text positions ``starts[k] ..`` map to document offsets ``docs[k] ..``,
@@ -78,7 +79,11 @@ class OffsetMap(Sequence):
         k = bisect_right(self._starts, i) - 1
         return self._docs[k] + (i - self._starts[k])
 
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[int, ...]: ...
+    def __getitem__(self, i: int | slice) -> int | tuple[int, ...]:
         if isinstance(i, slice):
             return tuple(self._at(j) for j in range(*i.indices(self._len)))
         if i < 0:
@@ -242,9 +247,9 @@ def read_front_matter(text: str) -> tuple[dict, int]:
     return meta, body
 
 
-def _one_line(s: str, limit: int = 160) -> str:
-    s = " ".join(str(s).split())
-    return s if len(s) <= limit else s[: limit - 1] + "…"
+def _one_line(s: object, limit: int = 160) -> str:
+    text = " ".join(str(s).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _as_date(value) -> date | None:

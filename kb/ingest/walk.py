@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pathspec
 
-from kb.log import logger
 from kb.ingest.parse import ParseError, parse_document
+from kb.log import logger
 from kb.records import Document, IngestError
 
 DOC_SUFFIXES = {".md", ".markdown", ".mdx", ".txt", ".text", ".html", ".htm", ".rst"}

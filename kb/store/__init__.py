@@ -22,15 +22,17 @@ import json
 import os
 import secrets
 import shutil
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable
+from typing import Any, cast
 
 import duckdb
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kb.errors import ConfigError, StoreDamaged, StoreError, StoreLocked
+from kb.errors import ConfigError, StoreDamaged, StoreLocked
+from kb.errors import StoreError as StoreError  # re-exported: `from kb.store import StoreError` predates kb.errors
 from kb.log import logger
 from kb.records import content_hash
 from kb.store.schema import APPEND_ONLY, RUN_TABLES, SCHEMAS
@@ -53,7 +55,7 @@ def _chunks(rows: Iterable, size: int):
 
 def new_run_id(now: dt.datetime | None = None) -> str:
     """Sortable by time, unique across concurrent starts."""
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     return now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(3)
 
 
@@ -63,7 +65,8 @@ def to_arrow(table: str, rows: Iterable) -> pa.Table:
     Keys that the schema does not have are dropped; missing ones become null.
     """
     schema = SCHEMAS[table]
-    dicts = [dataclasses.asdict(r) if dataclasses.is_dataclass(r) else dict(r) for r in rows]
+    dicts = [dataclasses.asdict(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else dict(cast(Mapping[str, Any], r))
+             for r in rows]  # records or dicts
     columns = {}
     for name in schema.names:
         values = []
@@ -212,7 +215,7 @@ class Store:
         data = to_arrow(table, rows)
         folder = self.root / table
         folder.mkdir(parents=True, exist_ok=True)
-        name = f"part-{dt.datetime.now(dt.timezone.utc).strftime('%Y%m%dT%H%M%S%f')}-{secrets.token_hex(3)}.parquet"
+        name = f"part-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S%f')}-{secrets.token_hex(3)}.parquet"
         tmp = folder / (name + ".tmp")
         pq.write_table(data, tmp)
         os.replace(tmp, folder / name)

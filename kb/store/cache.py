@@ -18,8 +18,9 @@ import hashlib
 import json
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -138,7 +139,8 @@ class ResultCache:
                 (self.folder / name).unlink(missing_ok=True)
 
     def _write_shard(self, keys: list[str], values: list[str]) -> str:
-        name = f"{dt.datetime.now(dt.timezone.utc).strftime('%Y%m%dT%H%M%S%f')}-{secrets.token_hex(3)}.parquet"
+        assert self.folder is not None  # callers return early without a folder
+        name = f"{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S%f')}-{secrets.token_hex(3)}.parquet"
         tmp = self.folder / (name + ".tmp")
         pq.write_table(pa.table({"key": keys, "value": values}), tmp)
         os.replace(tmp, self.folder / name)

@@ -36,8 +36,8 @@ from pathlib import Path
 from kb.config import check_url, is_url, load_settings, scheme_of
 from kb.errors import ConfigError, RemoteError, RemoteLocked, StoreError
 from kb.log import logger
-from kb.store.schema import APPEND_ONLY, RUN_TABLES
 from kb.store import DB_FILE, Store
+from kb.store.schema import APPEND_ONLY, RUN_TABLES
 
 LEASE = ".lock"
 MIRROR_MARK = ".remote"  # in the mirror: the URL it mirrors (one mirror, one remote store)
@@ -102,7 +102,7 @@ class RemoteStore:
         return self._fs
 
     def _remote(self, rel: str) -> str:
-        self.fs
+        _ = self.fs  # connecting sets self._root
         return f"{self._root}/{rel}"
 
     def listing(self, prefix: str = "") -> dict[str, int]:
@@ -236,7 +236,7 @@ class RemoteStore:
                                self.url, holder.get("host"), holder.get("pid"), holder.get("since"))
             token = secrets.token_hex(8)
             lease = {"host": socket.gethostname(), "pid": os.getpid(), "token": token,
-                     "since": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+                     "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
             self.fs.pipe_file(path, json.dumps(lease).encode("utf-8"))
             mine = self._read_lease()
         except StoreError:
@@ -275,7 +275,7 @@ class RemoteStore:
             since = dt.datetime.fromisoformat(str(holder.get("since")))
         except ValueError:
             return True
-        if dt.datetime.now(dt.timezone.utc) - since > dt.timedelta(hours=self.lease_hours):
+        if dt.datetime.now(dt.UTC) - since > dt.timedelta(hours=self.lease_hours):
             return False
         if holder.get("host") == socket.gethostname() and isinstance(holder.get("pid"), int):
             return _pid_alive(holder["pid"])  # a writer on this machine that died

@@ -7,10 +7,9 @@ keep every run's rows, with `run_id`.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from kb.store import views_reports
-from kb.store import views_review
+from kb.store import views_reports, views_review
 from kb.store.schema import APPEND_ONLY, RUN_TABLES
 
 CURRENT_STATE = ("claims", "documents")

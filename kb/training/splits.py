@@ -35,7 +35,7 @@ SPLIT_RULE = (
 
 
 def bucket(dataset: str, key: str) -> int:
-    digest = hashlib.sha256(f"{SPLIT_VERSION}|{dataset}|{key}".encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(f"{SPLIT_VERSION}|{dataset}|{key}".encode()).hexdigest()
     return int(digest[:8], 16) % 100
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from kb.text import split_at_stops
 
@@ -402,7 +402,7 @@ POOL_FUNCS = {"entity": swap_entity, "flag": swap_flag, "identifier": swap_ident
 SUPPORT_FUNCS = {"paraphrase": paraphrase, "drop_clause": drop_trailing_clause, "sub_clause": sub_clause}
 
 
-def refute(s: str, rng: random.Random, pools: dict[str, Sequence[str]] | None = None) -> tuple[str, str] | None:
+def refute(s: str, rng: random.Random, pools: Mapping[str, Sequence[str]] | None = None) -> tuple[str, str] | None:
     """A contradicting rewrite of ``s``: (claim, transformation name) or None."""
     pools = pools or {}
     names = list(REFUTE_FUNCS) + list(POOL_FUNCS)

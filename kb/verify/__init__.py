@@ -26,6 +26,7 @@ import functools
 import logging
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
 from kb.claims.split import MAX_SETTING_WORDS, SETTING_NOTE, setting_option
 from kb.records import Claim, Evidence, Judgement, Verdict
@@ -114,7 +115,8 @@ class Verifier:
         th = dict(DEFAULT_VERIFIER_THRESHOLDS)
         th.update(self.settings.thresholds or {})
         self.thresholds = th
-        self._model = None
+        # a ModelJudge once loaded, or a stand-in with its judge() (kb.bench.labels.CachedModel)
+        self._model: Any = None
         self.model_error: str | None = None
         self.tier_counts: dict[str, int] = {}
 

@@ -81,7 +81,7 @@ def save_artifact(model, out_dir: Path, manifest: dict) -> Path:
     return path
 
 
-def load_shipped(weights_dir: Path | None = None):
+def load_shipped(weights_dir: str | Path | None = None):
     """Base MiniLM + the shipped fine-tuned layers. Returns (model, tokenizer, manifest)."""
     from safetensors.torch import load_file
 
@@ -168,7 +168,7 @@ class ModelJudge:
         """Raw model logits in the model's own column order, input order preserved."""
         torch = self._torch
         n = len(pairs)
-        out = np.zeros((n, self.model.config.num_labels), dtype=np.float32)
+        out = np.zeros((n, self.model.config.num_labels), dtype=np.float32)  # pyright: ignore[reportArgumentType, reportCallIssue]  # transformers types num_labels as Optional; a classification head always sets it
         if n == 0:
             return out
         claims = [str(c) for c, _ in pairs]

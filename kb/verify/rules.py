@@ -32,18 +32,18 @@ from kb.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.verify.slots import (
     Quantity,
     Slots,
+    bound_relation,
     canonical,
+    comparable_kinds,
     content_words,
     extract,
     is_code_identifier,
     is_identifier,
     normalize,
-    bound_relation,
-    comparable_kinds,
     quantity_relation,
     stated_point,
-    value_distance,
     tokens_outside_quantities,
+    value_distance,
     word_tokens,
 )
 
@@ -484,7 +484,7 @@ def _ctx_score(a: frozenset[str], b: frozenset[str]) -> float:
     return s
 
 
-def _pair_by_context(q: Quantity, cs: Slots, es: Slots):
+def _pair_by_context(q: Quantity, cs: Slots, es: Slots) -> tuple[Quantity | None, float, list[Quantity]]:
     """(best, score, candidates): the evidence quantities of a kind compatible with ``q``, and
     the one whose context matches it best with its score ((None, 0) when none pairs clearly)."""
     cands = [x for x in es.quantities if comparable_kinds(x.kind, q.kind)]
@@ -493,8 +493,9 @@ def _pair_by_context(q: Quantity, cs: Slots, es: Slots):
     return (*_best_by_context(q, cands, len(cs.quantities) == 1 and len(es.quantities) == 1), cands)
 
 
-def _best_by_context(q: Quantity, cands: list[Quantity], only_pair: bool):
-    best, best_score = None, 0
+def _best_by_context(q: Quantity, cands: list[Quantity], only_pair: bool) -> tuple[Quantity | None, float]:
+    best: Quantity | None = None
+    best_score: float = 0
     for x in cands:
         s = _ctx_score(q.context, x.context)
         if x.kind == q.kind:
@@ -572,8 +573,8 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
                 out.append(_Conflict("term", c_text, ""))  # a dropped modifier ("the escaped pem")
         return out
     # Key=value settings
-    cset = [_setting(t) for t in ctoks if _setting(t)]
-    eset = [_setting(t) for t in etoks if _setting(t)]
+    cset = [kv for t in ctoks if (kv := _setting(t))]
+    eset = [kv for t in etoks if (kv := _setting(t))]
     if cset and eset:
         for k, v in cset:
             for k2, v2 in eset:

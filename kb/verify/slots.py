@@ -16,8 +16,9 @@ import re
 import unicodedata
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
 
-from kb.text import OVERLAP_STOPWORDS, passage_sentences, stem_overlap
+from kb.text import OVERLAP_STOPWORDS, stem_overlap
 
 # ---------------------------------------------------------------------------------------------
 # normalisation and tokens
@@ -217,7 +218,7 @@ def content_words(tokens: list[str]) -> list[str]:
     return out
 
 
-def tokens_outside_quantities(slots: "Slots") -> list[str]:
+def tokens_outside_quantities(slots: Slots) -> list[str]:
     """A sentence's tokens minus those of its quantities ("days" in "7 days" is the number's
     unit, which the quantity comparison reads)."""
     inside = {k for q in slots.quantities for k in range(q.start, q.end)}
@@ -267,8 +268,9 @@ class Quantity:
     """
 
     kind: str
-    lo: object
-    hi: object
+    # floats for numbers and years, tuples for versions and dates (``kind`` says which)
+    lo: Any
+    hi: Any
     lo_open: bool
     hi_open: bool
     text: str  # the span as written, comparator included
@@ -430,8 +432,8 @@ def _month_date(tokens, i) -> Quantity | None:
     n = len(tokens)
     j = i + 1
     day = year = None
-    if j < n and re.fullmatch(r"\d{1,2}(?:st|nd|rd|th)?", tokens[j]):
-        day = int(re.match(r"\d+", tokens[j]).group(0))
+    if j < n and (dm := re.fullmatch(r"(\d{1,2})(?:st|nd|rd|th)?", tokens[j])):
+        day = int(dm.group(1))
         j += 1
         if j < n and tokens[j] == ",":
             j += 1

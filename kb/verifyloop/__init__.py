@@ -22,6 +22,7 @@ import datetime as dt
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -188,8 +189,9 @@ def _plain(value):
         return [_plain(v) for v in value]
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
         return value.item()
-    if hasattr(value, "tolist"):
-        return value.tolist()
+    tolist = getattr(value, "tolist", None)  # numpy arrays
+    if tolist is not None:
+        return tolist()
     return value
 
 
@@ -229,7 +231,7 @@ def build_report(
     receipts: list[dict],
     edits: list[dict],
     corrected_answer: str | None,
-    tool_claims: list[dict] = (),
+    tool_claims: Sequence[dict] = (),
 ) -> dict:
     """The VerifyLoop report for one answer or document, from store-shaped rows (plain dicts).
 
@@ -260,7 +262,7 @@ def build_report(
                 "tool_receipt_ids": [],
             }
         )
-        if label and label != "supported":
+        if v and label and label != "supported":  # a label comes from a verdict
             gaps.append(_gap_of(c["claim_id"], label, v))
     for t in tool_claims:
         supported = t["problem"] is None
@@ -316,7 +318,7 @@ def build_report(
     return {
         "schema": SCHEMA_ID,
         "trace_id": trace_id,
-        "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "generated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "subject": subject,
         "task": task,
         "answer": answer,

@@ -12,10 +12,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from test_llm import Server
 
 from faults.conftest import assert_consistent, copy_store, query
 from kb.config import DEMO_ROOT
-from test_llm import Server
 
 pytestmark = pytest.mark.faults
 

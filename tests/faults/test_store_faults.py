@@ -13,7 +13,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from faults.conftest import (
-    assert_consistent, cli, cli_env, copy_store, query, settings_for, snapshot, spawn, wait_for,
+    assert_consistent,
+    cli,
+    cli_env,
+    copy_store,
+    query,
+    settings_for,
+    snapshot,
+    spawn,
+    wait_for,
 )
 from kb.config import DEMO_ROOT
 from kb.store import Store
