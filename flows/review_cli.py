@@ -114,7 +114,7 @@ def cmd_apply(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from flows.review_app import serve
+    from flows.review_app import serve  # why: the web app's imports (~2 s) only for `review serve`
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be 0..65535, got {args.port}")

@@ -34,6 +34,7 @@ from kb.config import DEMO_ROOT, ConfigError
 from kb.correct.versions import encode_like, splice, unified_diff
 from kb.records import Claim, Edit, Evidence, Verdict, content_hash
 from kb.store import Store
+from kb.verify import verifier_for  # the model loads on first use, not on import
 
 DECISIONS = {
     "approve": "approve", "approved": "approve", "accept": "approve", "accepted": "approve", "yes": "approve",
@@ -205,8 +206,6 @@ def _arrow_rows(store: Store, sql: str, params: list) -> list[dict]:
 
 def run_verifier(store: Store, run_id: str):
     """The verifier the run used (its depth and model), and the run's date."""
-    from kb.verify import verifier_for  # the model loads on first use, not on import
-
     config = json.loads(_query(store, "SELECT config FROM runs WHERE run_id = ?", [run_id]).config.iloc[0] or "{}")
     today = dt.date.fromisoformat(config["today"]) if config.get("today") else None
     if today is None:
