@@ -153,9 +153,16 @@ class CoveSettings(Section):
     passage_chars: int = 1500  # each passage cut to this many characters
     quote_match: float = 90.0  # rapidfuzz partial_ratio a quote needs against some passage
     min_quote_chars: int = 8  # shorter quoted strings are not counted as quotes
+    truncated_retry_factor: float = 2.0  # a reply cut at max_tokens is asked again once with this many times the tokens (0: never)
+    shrink_on_context: bool = True  # a prompt over the context window is sent again once with half the evidence
+    agreement: bool = True  # reject a grounded reply whose verdict its own quotes or final text contradict
 
     def calls_per_claim(self) -> int:
         return 1 if self.mode == "joint" else self.questions + 2
+
+    def shrunk(self) -> CoveSettings:
+        """Half the passages, each half as long (at least one passage of 200 characters)."""
+        return self.model_copy(update={"max_passages": max(1, self.max_passages // 2), "passage_chars": max(200, self.passage_chars // 2)})
 
 
 class RouteSettings(Section):

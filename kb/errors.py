@@ -74,4 +74,4 @@ class LLMError(RunError):
     def __init__(self, message: str, status: int | None = None, kind: str = "error"):
         super().__init__(message)
         self.status = status
-        self.kind = kind  # error | timeout | http | malformed
+        self.kind = kind  # error | timeout | http | malformed | context_length

@@ -177,7 +177,7 @@ def _settings(server: Server | None, depth: str = "D3") -> Settings:
 def _route(mode: str = "joint", **kw) -> RouteSettings:
     cove = CoveSettings(mode=mode, questions=kw.pop("questions", 3), rewrite=kw.pop("rewrite", True))
     return RouteSettings(timeout=kw.pop("timeout", 5.0), max_retries=kw.pop("max_retries", 2), backoff=0.01,
-                         max_backoff=2.0, cove=cove, **kw)  # fmt: skip
+                         max_backoff=kw.pop("max_backoff", 2.0), cove=cove, **kw)  # fmt: skip
 
 
 def _one(server, claim=None, verdict=None, route=None, depth="D3"):
@@ -454,3 +454,163 @@ def test_concurrency_limit(serve):
                  route=_route(concurrency=2))  # fmt: skip
     assert r.accepted == 6 and state["max"] == 2
     assert time.perf_counter() - t0 < 6 * 0.15  # ran two at a time
+
+
+# ---- replies as real servers write them, and the repairs ------------------------------------
+
+FENCED_PROSE = """Sure! Here is my verification of the claim.
+
+```
+1. **Status:** verified clean
+2. **Answers:**
+   - "Backups are kept for 30 days on the Team plan" (see [P1])
+```
+
+I hope this helps."""
+JSON_REPLY = json.dumps({"status": "verified-with-corrections", "questions": ["How long are backups kept?"],
+                         "answers": ['"Backups are kept for 30 days on the Team plan" [P1]'],
+                         "discrepancies": ["the draft says 14 days, the source 30"],
+                         "final": "Backups are kept for 30 days on the Team plan."})  # fmt: skip
+
+
+def test_parser_reads_fences_prose_numbered_headers_json_and_missing_blocks():
+    from kb.escalate.cove import parse_reply
+
+    r = parse_reply(FENCED_PROSE)
+    assert r.status == "verified-clean" and r.answers == ['"Backups are kept for 30 days on the Team plan" (see [P1])']
+    assert "discrepancies" not in r.found and r.final == ""
+    j = parse_reply("The answer follows.\n" + JSON_REPLY + "\nDone.")
+    assert j.status == "verified-with-corrections" and j.discrepancies == ["the draft says 14 days, the source 30"]
+    assert j.answers == ['"Backups are kept for 30 days on the Team plan" [P1]'] and j.final.endswith("30 days on the Team plan.")
+    assert parse_reply('{"status": "unverifiable", "answers": []}').status == "unverifiable"
+    assert parse_reply("{not json").status is None
+
+
+@pytest.mark.parametrize("reply, label", [(FENCED_PROSE, "supported"), (JSON_REPLY, "contradicted")])
+def test_tolerant_replies_are_accepted(serve, reply, label):
+    s = serve(lambda body, h, n: (200, reply, None, 0))
+    claim = _claim("c1", "Backups are kept for 30 days on the Team plan." if label == "supported"
+                   else "Backups are kept for 14 days on the Team plan.")  # fmt: skip
+    r = _one(s, claim=claim)
+    assert (r.verdicts[0].label, r.accepted) == (label, 1), r.verdicts[0].rationale
+
+
+def test_a_correction_without_its_discrepancies_is_still_malformed(serve):
+    reply = 'STATUS: verified-with-corrections\nANSWERS:\n1. "Backups are kept for 30 days on the Team plan" [P1]\n'
+    s = serve(lambda body, h, n: (200, reply, None, 0))
+    assert _one(s).not_accepted == {"malformed": 1}
+
+
+def test_truncated_reply_is_asked_again_with_more_tokens(serve):
+    def respond(body, headers, n):
+        if n == 0:
+            return 200, completion(CLEAN[:60], finish="length"), None, 0
+        return 200, CLEAN, None, 0
+
+    s = serve(respond)
+    r = _one(s, route=_route(max_tokens_per_call=300))
+    assert r.verdicts[0].label == "supported" and r.accepted == 1
+    assert [b["max_tokens"] for b in s.requests] == [300, 600]
+    assert r.cost.truncated_retries == 1 and r.cost.calls == 2
+    assert any("truncated replies asked again with more tokens 1" in n for n in r.summary_notes)
+
+
+def test_truncated_twice_is_reported_not_accepted(serve):
+    s = serve(lambda body, h, n: (200, completion(CLEAN[:60], finish="length"), None, 0))
+    r = _one(s, verdict=_weak("c1", "contradicted", 0.6))
+    assert len(s.requests) == 2 and r.not_accepted == {"truncated": 1} and r.verdicts[0].label == "contradicted"
+    # with the retry switched off, one request
+    s2 = serve(lambda body, h, n: (200, completion(CLEAN[:60], finish="length"), None, 0))
+    route = _route()
+    route.cove.truncated_retry_factor = 0
+    assert _one(s2, route=route).not_accepted == {"truncated": 1} and len(s2.requests) == 1
+
+
+# llama.cpp's, vLLM's and OpenAI's words for a prompt over the context window
+CONTEXT_ERRORS = [
+    {"error": {"message": "Requested tokens (2300) exceed context window of 1024", "type": "invalid_request_error"}},
+    {"object": "error", "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens."},
+    {"error": {"message": "too long", "code": "context_length_exceeded"}},
+]
+
+
+@pytest.mark.parametrize("error", CONTEXT_ERRORS)
+def test_context_length_error_shrinks_the_evidence_once(serve, error):
+    def respond(body, headers, n):
+        shown = len(re.findall(r"<<<DATA \w+ P\d", body["messages"][-1]["content"]))
+        return (400, error, None, 0) if shown > 2 else (200, CLEAN, None, 0)
+
+    s = serve(respond)
+    claim = _claim("c1", "Backups are kept for 30 days on the Team plan.")
+    evs = [_ev("c1", rank=k) for k in range(1, 6)]
+    r = escalate([claim], {"c1": evs}, [_weak("c1")], _settings(s), TODAY, route=_route())
+    assert r.verdicts[0].label == "supported" and len(s.requests) == 2
+    counts = [len(re.findall(r"<<<DATA \w+ P\d", b["messages"][-1]["content"])) for b in s.requests]
+    assert counts == [5, 2] and r.cost.context_retries == 1
+    assert any("prompts over the context window sent again with less evidence 1" in n for n in r.summary_notes)
+
+
+def test_context_length_error_twice_is_counted_and_other_400s_are_not_retried(serve):
+    s = serve(lambda body, h, n: (400, CONTEXT_ERRORS[0], None, 0))
+    r = _one(s)
+    assert len(s.requests) == 2 and r.not_accepted == {"context_length": 1}
+    assert "context window" in r.verdicts[0].rationale
+    s2 = serve(lambda body, h, n: (400, {"error": {"message": "unknown field 'foo'"}}, None, 0))
+    assert _one(s2).not_accepted == {"http": 1} and len(s2.requests) == 1
+
+
+def test_503_with_retry_after_then_success_is_counted(serve):
+    def respond(body, headers, n):
+        return (503, {"error": "loading model"}, {"Retry-After": "0.3"}, 0) if n < 2 else (200, CLEAN, None, 0)
+
+    s = serve(respond)
+    t0 = time.perf_counter()
+    r = _one(s, route=_route(max_retries=3))
+    assert time.perf_counter() - t0 >= 0.55 and r.accepted == 1  # two waits of 0.3 s, not 0.01 s
+    assert (r.cost.server_errors, r.cost.retries, r.cost.rate_limited) == (2, 2, 0)
+    assert any("5xx answers 2" in n and "retries 2" in n for n in r.summary_notes)
+
+
+def test_the_run_time_limit_stops_calls_in_flight_and_claims_not_started(serve):
+    s = serve(lambda body, h, n: (200, CLEAN, None, 3.0))
+    claims = [_claim(f"c{i}", "Backups are kept for 30 days on the Team plan.") for i in range(3)]
+    t0 = time.perf_counter()
+    r = escalate(claims, {c.claim_id: [_ev(c.claim_id)] for c in claims}, [_weak(c.claim_id) for c in claims],
+                 _settings(s), TODAY, route=_route(timeout=30.0, max_seconds=0.6, concurrency=1))  # fmt: skip
+    took = time.perf_counter() - t0
+    assert took < 2.5, took  # not the 3 s of one answer, let alone 30 s
+    assert r.not_accepted == {"timeout": 1} and r.skipped_by_budget == 2
+    assert all(v.label == "uncertain" for v in r.verdicts)
+    # a retry that would end after the limit is not waited for
+    s2 = serve(lambda body, h, n: (429, {"error": "slow down"}, {"Retry-After": "20"}, 0))
+    t0 = time.perf_counter()
+    r2 = _one(s2, route=_route(max_seconds=1.0, max_backoff=30.0))
+    assert time.perf_counter() - t0 < 1.5 and r2.not_accepted == {"http": 1} and len(s2.requests) == 1
+
+
+def test_a_grounded_reply_that_contradicts_itself_is_a_disagreement(serve):
+    # clean, resting on a passage sentence that says 30 where the claim says 14
+    s = serve(lambda body, h, n: (200, CLEAN, None, 0))
+    wrong = _claim("c1", "Backups are kept for 14 days on the Team plan.")
+    r = _one(s, claim=wrong, verdict=_weak("c1", "contradicted", 0.6))
+    assert r.not_accepted == {"disagreement": 1} and r.verdicts[0].label == "contradicted"
+    assert "conflicts with the claim" in r.verdicts[0].rationale
+    # a correction resting on a quote that states the claim word for word
+    s2 = serve(lambda body, h, n: (200, CORRECTION, None, 0))
+    right = _claim("c2", "Backups are kept for 30 days on the Team plan.")
+    r2 = _one(s2, claim=right, verdict=_weak("c2", "supported", 0.6))
+    assert r2.not_accepted == {"disagreement": 1} and r2.verdicts[0].label == "supported"
+    # a clean status whose final text changes the number
+    s3 = serve(lambda body, h, n: (200, CLEAN.replace("FINAL:\nBackups are kept for 30 days", "FINAL:\nBackups are kept for 45 days"), None, 0))
+    assert _one(s3).not_accepted == {"disagreement": 1}
+    # clean, resting on real passage sentences that are about something else
+    other = _claim("c3", "The Team plan includes phone support around the clock.")
+    s4 = serve(lambda body, h, n: (200, CLEAN.split("FINAL:")[0] + "FINAL:\n" + other.text, None, 0))
+    r4 = _one(s4, claim=other)
+    assert r4.not_accepted == {"disagreement": 1} and "content words" in r4.verdicts[0].rationale
+    # the gate off: the same replies are accepted (so it is the gate that holds them back)
+    route = _route()
+    route.cove.agreement = False
+    assert _one(s, claim=wrong, route=route).accepted == 1
+    assert _one(s4, claim=other, route=route).accepted == 1
+

@@ -50,6 +50,10 @@ CLEAN = (
     'STATUS: verified-clean\nQUESTIONS:\n1. What is the limit?\nANSWERS:\n1. "allows 600 requests per minute" [P1]\n'
     "DISCREPANCIES: none\nFINAL: The API allows 600 requests per minute."
 )
+CORRECTED = (
+    'STATUS: verified-with-corrections\nQUESTIONS:\n1. What is the limit?\nANSWERS:\n1. "allows 600 requests per minute" [P1]\n'
+    "DISCREPANCIES:\n- the draft says 100, the source 600\nFINAL: Each token allows 600 API requests per minute."
+)
 
 
 def _run(claims, verdicts, depth="D3", client=None, route=None, lessons=None, settings=None):
@@ -157,9 +161,10 @@ def test_lessons_raise_priority_of_similar_claims(tmp_path):
     assert not matches(_claim("t", similar.text, type="temporal", doc_id="kb/b.md"), row)
 
     # a confident verdict escalates only because of the lesson; it goes first in the budget
+    # (the scripted reply corrects 100 to 600: a clean one would be held back as a disagreement)
     claims = [other, similar]
     verdicts = [_v("x", "uncertain", 0.3), _v("new", "supported", 0.9)]
-    r = _run(claims, verdicts, client=StubClient(CLEAN), route=RouteSettings(max_calls=5, concurrency=1), lessons=[row])
+    r = _run(claims, verdicts, client=StubClient(CORRECTED), route=RouteSettings(max_calls=5, concurrency=1), lessons=[row])
     assert r.verdicts[1].tier == "llm" and r.verdicts[0].skipped_by_budget
     assert [d["lesson_match"] for d in r.details if d["route"] == "escalated"] == [True]
 

@@ -27,14 +27,26 @@ citation names a passage that exists, and at least one answer is grounded. A rep
 come from the document, the claim or anywhere else is ``ungrounded`` and not accepted, whatever
 its status says.
 
-The parser is tolerant: blocks in any order, Markdown headings or bold headers, ``-``/``*``/``•``
-bullets or ``1.``/``1)``/``Q1:`` numbering, multi-line items. Missing blocks make a reply
-``malformed``; a reply cut at ``max_tokens`` (finish reason ``length``) is ``truncated``; neither
-is accepted.
+Grounded is not enough: copying a passage is easy for any model. A grounded reply whose own parts
+disagree (a clean status resting on a quote the rules tier finds in conflict with the claim, a
+correction resting on a quote that states the claim, a clean FINAL that changes the draft's
+numbers) is held back as ``disagreement`` (:func:`disagreement`).
+
+The parser is tolerant: blocks in any order, Markdown headings or bold headers (also numbered or
+bulleted), ``-``/``*``/``•`` bullets or ``1.``/``1)``/``Q1:`` numbering, multi-line items, prose
+around the blocks, code fences, a reply written as one JSON object. QUESTIONS, FINAL, and
+DISCREPANCIES under a clean or unverifiable status may be missing; a reply without a readable
+STATUS or ANSWERS is ``malformed``.
+
+Two repairs, once each per call (:func:`_ask`): a reply cut at ``max_tokens`` (finish reason
+``length``) is asked for again with twice the tokens, and is ``truncated`` (not accepted) if cut
+again; a prompt the endpoint says is over its context window is sent again with half the passages,
+each half as long, and is ``context_length`` if it still does not fit.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -44,6 +56,8 @@ from rapidfuzz import fuzz
 from kb.config import CoveSettings
 from kb.escalate.llm import Cost, LLMClient, LLMError
 from kb.records import Claim, Evidence
+from kb.verify.rules import judge_rules
+from kb.verify.slots import content_words, word_tokens
 
 STATUSES = ("verified-clean", "verified-with-corrections", "unverifiable")
 BLOCKS = ("status", "questions", "answers", "discrepancies", "final")
@@ -76,7 +90,7 @@ class CoveOutcome:
     corrected_text: str | None = None
     ungrounded: list[str] = field(default_factory=list)  # quotes / citations not found
     cited: list[int] = field(default_factory=list)  # 1-based passage numbers the answers rest on
-    error: str | None = None  # ungrounded | malformed | truncated | timeout | http | error
+    error: str | None = None  # ungrounded | malformed | truncated | disagreement | context_length | timeout | http | error
     cost: Cost = field(default_factory=Cost)
 
     @property
@@ -191,7 +205,7 @@ def final_messages(claim: Claim, evidence: list[Evidence], questions: list[str],
 # ---------------------------------------------------------------------------------------------
 
 _HEADER = re.compile(
-    r"^\s*(?:#{1,6}\s*)?(?:\*\*|__)?\s*"
+    r"^\s*(?:>\s*)?(?:[-*•]\s+|\d{1,2}[.)]\s+)?(?:#{1,6}\s*)?(?:\*\*|__)?\s*"
     r"(status|verification\s+questions|questions|verification\s+answers|answers|answer|discrepancies|"
     r"final(?:\s+(?:text|answer|response|version))?|revised(?:\s+text)?)"
     r"\s*(?:\*\*|__)?\s*(?::|$)\s*(?:\*\*|__)?\s*(.*)$",
@@ -214,11 +228,50 @@ def _block_name(raw: str) -> str:
     return "final"
 
 
+_FENCE = re.compile(r"^\s*(?:```|~~~)[\w-]*\s*$")
+_JSON_KEYS = {"status": "status", "questions": "questions", "verification_questions": "questions", "answers": "answers",
+              "answer": "answers", "discrepancies": "discrepancies", "final": "final", "final_text": "final"}  # fmt: skip
+
+
+def _json_blocks(text: str) -> dict[str, str] | None:
+    """A reply written as one JSON object ({"status": ..., "answers": [...], ...}), as models in
+    a JSON mode do: the same blocks, as text."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        data = json.loads(text[start : end + 1])
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    out = {}
+    for key, value in data.items():
+        name = _JSON_KEYS.get(str(key).strip().lower().replace(" ", "_"))
+        if name is None:
+            continue
+        if isinstance(value, list):
+            value = "\n".join(f"{i}. {v}" if name != "discrepancies" else f"- {v}" for i, v in enumerate(value, 1))
+            if name == "discrepancies" and not data[key]:
+                value = "none"
+        out[name] = str(value if value is not None else "").strip()
+    return out if "status" in out else None
+
+
 def split_blocks(text: str) -> dict[str, str]:
-    """Header -> raw block text, whatever the order. A repeated header continues its block."""
+    """Header -> raw block text, whatever the order. A repeated header continues its block.
+    Code fences are dropped, and prose before the first header or after a closing fence is
+    ignored; a reply that is one JSON
+    object with the block names as keys is read as well."""
     blocks: dict[str, list[str]] = {}
     current = None
+    fenced = False
     for line in text.replace("\r\n", "\n").split("\n"):
+        if _FENCE.match(line):
+            if fenced and current is not None:
+                current = None  # what follows a closing fence is prose about the reply, not a block
+            fenced = not fenced
+            continue
         m = _HEADER.match(line)
         if m:
             current = _block_name(m.group(1))
@@ -229,7 +282,10 @@ def split_blocks(text: str) -> dict[str, str]:
             continue
         if current is not None:
             blocks[current].append(line)
-    return {k: "\n".join(v).strip() for k, v in blocks.items()}
+    out = {k: "\n".join(v).strip() for k, v in blocks.items()}
+    if "status" not in out:
+        out = _json_blocks(text) or out
+    return out
 
 
 def items(block: str) -> list[str]:
@@ -324,11 +380,23 @@ def find_quote(quote: str, passages: list[str], threshold: float) -> int | None:
     return None
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])")
+
+
+def _sentence_of(quote: str, passage: str) -> str:
+    """The passage sentence a quote was taken from (a quote is often a fragment, and the rules
+    tier judges sentences)."""
+    sentences = [x for x in _SENTENCE_END.split(passage) if x.strip()] or [passage]
+    nq = _norm(quote)
+    return max(sentences, key=lambda x: fuzz.partial_ratio(nq, _norm(x))).strip()
+
+
 @dataclass
 class Grounding:
     grounded: int = 0  # answers that quote or cite a passage
     ungrounded: list[str] = field(default_factory=list)  # failed quotes, bad citations, bare answers
     cited: list[int] = field(default_factory=list)
+    quotes: list[str] = field(default_factory=list)  # the passage sentences the found quotes are in
 
     @property
     def ok(self) -> bool:
@@ -357,6 +425,7 @@ def ground(answers: list[str], evidence: list[Evidence], settings: CoveSettings)
                 result.ungrounded.append(f'quote not in the passages: "{q[:120]}"')
             else:
                 result.cited.append(hit + 1)
+                result.quotes.append(_sentence_of(q, shown[hit].passage or shown[hit].sentence))
         for c in cites:
             if not 1 <= c <= len(passages):
                 ok = False
@@ -367,6 +436,67 @@ def ground(answers: list[str], evidence: list[Evidence], settings: CoveSettings)
             result.grounded += 1
     result.cited = sorted(set(result.cited))
     return result
+
+
+# The rules tier's confidences (kb.verify.rules.CONFIDENCE) at or above which it overrules a reply:
+# slot conflicts (durations, sizes, versions, settings, dates, negations...), not the weak "term"
+# or "year" readings; exact, verbatim and all-slots support.
+AGREE_REFUTES = 0.75
+AGREE_SUPPORTS = 0.9
+# Share of the claim's content words (stemmed, stop words out) the quoted sentences must hold.
+COVER_CLEAN = 0.6
+COVER_CORRECTION = 0.4
+
+
+def coverage(claim_text: str, sentences: list[str]) -> tuple[float, list[str]]:
+    """(share of the claim's content words found in ``sentences``, the claim's numbers not found)."""
+    want = set(content_words(word_tokens(claim_text)))
+    have = set(content_words(word_tokens(" ".join(sentences))))
+    share = len(want & have) / len(want) if want else 1.0
+    found = set(_NUM.findall(" ".join(sentences)))
+    return share, [n for n in dict.fromkeys(_NUM.findall(claim_text)) if n not in found]
+
+
+def disagreement(claim: Claim, status: str, reply: CoveReply, quotes: list[str]) -> str | None:
+    """Why a grounded reply contradicts itself, or None.
+
+    Grounding proves the quotes are real, not that they say what the status claims: copying a
+    passage is easy for any model. So a reply is held back when its own parts disagree:
+
+    * verified-clean, but the rules tier finds a conflict it is sure of (confidence
+      ``AGREE_REFUTES`` or more: a number, date, version, setting, negation) between the claim and
+      a passage sentence the reply quotes;
+    * verified-with-corrections, but a quoted sentence states the claim (the rules tier finds it
+      supported with confidence ``AGREE_SUPPORTS`` or more: exactly, verbatim, every slot), or
+      the FINAL text is the draft unchanged;
+    * verified-clean, but the FINAL text changes the draft's numbers or negations;
+    * verified-clean or verified-with-corrections, but the quoted sentences are not about the
+      claim: they hold less than ``COVER_CLEAN`` (``COVER_CORRECTION``) of the claim's content
+      words, or (clean) not every number the claim states. A real passage sentence about
+      something else settles nothing.
+    """
+    draft = claim.source_text or claim.text
+    judged = [(q, judge_rules(claim.text, q)) for q in dict.fromkeys(quotes)]
+    if status == "verified-clean":
+        for q, j in judged:
+            if j is not None and j.relation == "refutes" and j.confidence >= AGREE_REFUTES:
+                return f'verified-clean, but the quote "{q[:80]}" conflicts with the claim ({j.rationale})'
+        if reply.final and _critical(_norm(reply.final)) != _critical(_norm(draft)):
+            return "verified-clean, but the final text changes the draft's numbers or negations"
+    elif status == "verified-with-corrections":
+        for q, j in judged:
+            if j is not None and j.relation == "supports" and j.confidence >= AGREE_SUPPORTS:
+                return f'verified-with-corrections, but the quote "{q[:80]}" states the claim ({j.rationale})'
+        if reply.final and _norm(reply.final).strip(" .") == _norm(draft).strip(" ."):
+            return "verified-with-corrections, but the final text is the draft unchanged"
+    if status in ("verified-clean", "verified-with-corrections"):
+        need = COVER_CLEAN if status == "verified-clean" else COVER_CORRECTION
+        cover, numbers_missing = coverage(claim.text, quotes)
+        if cover < need:
+            return f"{status}, but the quoted sentences hold {cover:.0%} of the claim's content words (at least {need:.0%} needed)"
+        if status == "verified-clean" and numbers_missing:
+            return f"verified-clean, but the quoted sentences do not state {', '.join(numbers_missing[:3])}"
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,7 +510,9 @@ def _judge(claim: Claim, evidence: list[Evidence], reply: CoveReply, settings: C
     if reply.truncated:
         outcome.error, outcome.reason = "truncated", "reply cut at the token limit"
         return outcome
-    missing = [b for b in ("status", "answers", "discrepancies") if b not in reply.found]
+    # DISCREPANCIES may be left out by a model when there are none; corrections need them listed
+    required = ("status", "answers", "discrepancies") if reply.status == "verified-with-corrections" else ("status", "answers")
+    missing = [b for b in required if b not in reply.found]
     if reply.status is None or missing or not reply.answers:
         what = ", ".join(missing) or ("a readable status" if reply.status is None else "answers")
         outcome.error, outcome.reason = "malformed", f"reply lacks {what}"
@@ -397,21 +529,46 @@ def _judge(claim: Claim, evidence: list[Evidence], reply: CoveReply, settings: C
         outcome.error = "ungrounded"
         outcome.reason = "ungrounded: " + ("; ".join(g.ungrounded[:3]) or "no answer quotes or cites a passage")
         return outcome
-    outcome.accepted, outcome.status, outcome.label = True, status, LABEL_OF_STATUS[status]
     draft = (claim.source_text or claim.text).strip()
+    if settings.agreement:
+        why = disagreement(claim, status, reply, g.quotes)
+        if why:
+            outcome.error, outcome.reason = "disagreement", f"disagreement: {why}"
+            return outcome
+    outcome.accepted, outcome.status, outcome.label = True, status, LABEL_OF_STATUS[status]
     if status == "verified-with-corrections" and settings.rewrite and reply.final and reply.final.strip() != draft:
         outcome.corrected_text = reply.final.strip()
     outcome.reason = status + (f"; discrepancies: {'; '.join(reply.discrepancies)}" if reply.discrepancies else "")
     return outcome
 
 
-def _call(client: LLMClient, messages: list[dict], cost: Cost):
-    reply = client.chat(messages)
+def _call(client: LLMClient, messages: list[dict], cost: Cost, max_tokens: int | None = None):
+    reply = client.chat(messages, max_tokens=max_tokens)
     cost.calls += 1
     cost.tokens_in += reply.tokens_in
     cost.tokens_out += reply.tokens_out
     cost.seconds += reply.seconds
     return reply
+
+
+def _ask(client: LLMClient, build, settings: CoveSettings, cost: Cost):
+    """One protocol step, with its two repairs: a prompt over the context window is sent once
+    more with half the evidence (``build(settings)`` makes the messages); a reply cut at
+    ``max_tokens`` is asked for once more with ``truncated_retry_factor`` times the tokens.
+    Returns (reply, the settings its prompt was built with)."""
+    used = settings
+    try:
+        reply = _call(client, build(used), cost)
+    except LLMError as exc:
+        if exc.kind != "context_length" or not settings.shrink_on_context:
+            raise
+        used = settings.shrunk()
+        cost.context_retries += 1
+        reply = _call(client, build(used), cost)  # a second context error is the outcome
+    if reply.finish_reason == "length" and settings.truncated_retry_factor > 1:
+        cost.truncated_retries += 1
+        reply = _call(client, build(used), cost, max_tokens=int(client.max_tokens * settings.truncated_retry_factor))
+    return reply, used
 
 
 def verify_claim(client: LLMClient, claim: Claim, evidence: list[Evidence], settings: CoveSettings | None = None) -> CoveOutcome:
@@ -420,9 +577,9 @@ def verify_claim(client: LLMClient, claim: Claim, evidence: list[Evidence], sett
     outcome = CoveOutcome(claim.claim_id, accepted=False)
     try:
         if settings.mode == "joint":
-            r = _call(client, joint_messages(claim, evidence, settings), outcome.cost)
-            return _judge(claim, evidence, parse_reply(r.text, r.finish_reason), settings, outcome)
-        plan = _call(client, plan_messages(claim, settings), outcome.cost)
+            r, used = _ask(client, lambda st: joint_messages(claim, evidence, st), settings, outcome.cost)
+            return _judge(claim, evidence, parse_reply(r.text, r.finish_reason), used, outcome)
+        plan, _ = _ask(client, lambda st: plan_messages(claim, st), settings, outcome.cost)
         questions = items(split_blocks(plan.text).get("questions", plan.text))[: settings.questions]
         if plan.finish_reason == "length" or not questions:
             outcome.questions = questions
@@ -430,19 +587,23 @@ def verify_claim(client: LLMClient, claim: Claim, evidence: list[Evidence], sett
             outcome.reason = "no verification questions in the planning reply"
             return outcome
         answers = []
+        shown = settings
         for q in questions:
-            a = _call(client, answer_messages(q, evidence, settings), outcome.cost)
+            a, used = _ask(client, lambda st, q=q: answer_messages(q, evidence, st), settings, outcome.cost)
+            shown = used if used.max_passages < shown.max_passages else shown
             if a.finish_reason == "length":
                 outcome.questions, outcome.answers = questions, answers
                 outcome.error, outcome.reason = "truncated", "an answer was cut at the token limit"
                 return outcome
             answers.append(parse_answer(a.text))
-        fin = _call(client, final_messages(claim, evidence, questions, answers, settings), outcome.cost)
+        fin, _ = _ask(client, lambda st: final_messages(claim, evidence, questions, answers, st), settings, outcome.cost)
         reply = parse_reply(fin.text, fin.finish_reason)
         # the factored questions and answers are the ones that count, whatever the last call echoes
         reply.questions, reply.answers = questions, answers
         reply.found = tuple(sorted(set(reply.found) | {"questions", "answers"}))
-        return _judge(claim, evidence, reply, settings, outcome)
+        # the answers are grounded against the smallest evidence set an answer call was shown
+        # (after a context-length retry, less): a quote from text left out cannot be accepted
+        return _judge(claim, evidence, reply, shown, outcome)
     except LLMError as exc:
         outcome.error, outcome.reason = exc.kind, f"deep verifier call failed: {exc}"
         return outcome

@@ -301,6 +301,9 @@ def escalate(
 
 def _run_deep(order, claims_by_id, evidence, depth, rs, client, lesson_ids, today, result) -> None:
     budget = Budget(rs.max_calls, rs.max_tokens, rs.max_seconds)
+    # the per-run limit also bounds the calls in flight, not only which claims may start
+    deadline, outer = time.monotonic() + rs.max_seconds, getattr(client, "deadline", None)
+    client.deadline = deadline if outer is None else min(outer, deadline)
     per_claim_calls = rs.cove.calls_per_claim()
     lock = threading.Lock()
 
@@ -316,10 +319,13 @@ def _run_deep(order, claims_by_id, evidence, depth, rs, client, lesson_ids, toda
         budget.settle(per_claim_calls, tokens, outcome.cost)
         return i, outcome, None
 
-    with ThreadPoolExecutor(max_workers=max(1, rs.concurrency), thread_name_prefix="kbaudit-deep") as pool:
-        done = list(pool.map(work, order))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, rs.concurrency), thread_name_prefix="kbaudit-deep") as pool:
+            done = list(pool.map(work, order))
+    finally:
+        client.deadline = outer
 
-    for name in ("attempts", "retries", "failures"):
+    for name in ("attempts", "retries", "failures", "rate_limited", "server_errors", "transport_errors"):
         setattr(result.cost, name, getattr(client.cost, name))
     skipped_by: dict[str, int] = {}
     for i, outcome, limit in done:
@@ -376,6 +382,11 @@ def _run_deep(order, claims_by_id, evidence, depth, rs, client, lesson_ids, toda
             "deep verdicts not accepted (cheaper verdict kept): "
             + ", ".join(f"{k} {n}" for k, n in sorted(result.not_accepted.items()))
         )
+    repairs = {"429 answers": c.rate_limited, "5xx answers": c.server_errors, "transport errors": c.transport_errors,
+               "retries": c.retries, "truncated replies asked again with more tokens": c.truncated_retries,
+               "prompts over the context window sent again with less evidence": c.context_retries}  # fmt: skip
+    if any(repairs.values()):
+        result.summary_notes.append("deep verifier endpoint: " + ", ".join(f"{k} {n}" for k, n in repairs.items() if n))
     if result.disagreements:
         result.summary_notes.append(f"D4: the two verifiers disagreed on {result.disagreements} claims (now uncertain)")
     if result.skipped_by_budget:
