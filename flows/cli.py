@@ -30,6 +30,7 @@ BENCHES = {
     "labels": "kb.bench.labels",
     "drift": "kb.bench.drift",
     "speed": "kb.bench.speed",
+    "deep": "kb.bench.deep",
 }
 
 

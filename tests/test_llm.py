@@ -614,3 +614,33 @@ def test_a_grounded_reply_that_contradicts_itself_is_a_disagreement(serve):
     assert _one(s, claim=wrong, route=route).accepted == 1
     assert _one(s4, claim=other, route=route).accepted == 1
 
+
+def test_bench_deep_against_a_scripted_always_clean_model(serve, tmp_path):
+    """`kbaudit bench deep --base-url`: a model that answers verified-clean, quoting a real
+    passage, whatever the claim: the gates keep D3 from lowering accuracy, and the figures add up."""
+    from flows.cli import main
+
+    s = serve(lambda body, h, n: (200, CLEAN, None, 0))
+    records = [
+        {"claim": "Backups are kept for 30 days on the Team plan.", "evidence": PASSAGE, "label": "SUPPORTS"},
+        {"claim": "Backups are kept for 14 days on the Team plan.", "evidence": PASSAGE, "label": "REFUTES"},
+        {"claim": "The Team plan includes phone support around the clock.", "evidence": PASSAGE, "label": "NOT ENOUGH INFO"},
+        {"claim": "Restores are requested from the admin console.", "evidence": [PASSAGE], "label": "supported"},
+    ]
+    claims = tmp_path / "claims.jsonl"
+    claims.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    out = tmp_path / "deep.json"
+    code = main(["bench", "deep", "--base-url", s.base_url, "--model", "scripted", "--claims", str(claims), "--no-demo",
+                 "--threshold", "1.01", "--json", str(out)])  # fmt: skip
+    assert code == 0
+    m = json.loads(out.read_text())
+    assert all(isinstance(v, (int, float)) for v in m.values())  # one flat object of numbers
+    assert (m["n_items"], m["escalated"], m["calls"]) == (4, 4, 4) == (m["n_items"], len(s.requests), m["calls"])
+    assert m["accepted"] + m["rejected"] == 4 and m["rejected_disagreement"] >= 2  # the 14-day and the phone-support claims
+    assert m["d3_accuracy"] >= m["d1_accuracy"] and m["broke"] == 0
+    assert m["prompt_tokens"] == 4 * 120 and m["latency_p95_s"] >= m["latency_p50_s"] > 0
+    # bad input: one line, exit 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"claim": "x", "label": "maybe"}\n', "utf-8")
+    assert main(["bench", "deep", "--base-url", s.base_url, "--model", "m", "--claims", str(bad), "--no-demo"]) == 2
+    assert main(["bench", "deep", "--base-url", s.base_url, "--claims", str(claims), "--no-demo"]) == 2  # no --model
