@@ -44,8 +44,7 @@ from collections import Counter
 import numpy as np
 
 from kb.bench.labels import TODAY, VITC, _claim, _evidence, read_jsonl, reportable, verify_with
-from kb.config import ConfigError, Settings
-from kb.config import CoveSettings, RouteSettings
+from kb.config import ConfigError, CoveSettings, RouteSettings, Settings
 from kb.escalate.llm import LLMClient
 from kb.escalate.route import escalate
 from kb.records import LABELS

@@ -86,7 +86,7 @@ class LocalServer:
         self._log.flush()
         return Path(self._log.name).read_text("utf-8", errors="replace")[-chars:]
 
-    def start(self) -> "LocalServer":
+    def start(self) -> LocalServer:
         model = self.model_path or bundled_gguf()
         self.port = free_port()
         self._log = tempfile.NamedTemporaryFile("w+", prefix="kbaudit-llama-", suffix=".log", delete=False)
@@ -135,7 +135,7 @@ class LocalServer:
             Path(self._log.name).unlink(missing_ok=True)
             self._log = None
 
-    def __enter__(self) -> "LocalServer":
+    def __enter__(self) -> LocalServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
