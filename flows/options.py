@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from kb.config import Settings
 from kb.errors import UsageError
+
+P = TypeVar("P", bound=BaseModel)
 
 
 def settings_flags(parser: argparse.ArgumentParser, only: Iterable[str] | None = None) -> list[str]:
@@ -44,7 +47,7 @@ def params_arguments(parser: argparse.ArgumentParser, params: type[BaseModel]) -
             parser.add_argument(flag, dest=name, default=None, required=info.is_required(), help=info.description)
 
 
-def params_from(args: argparse.Namespace, params: type[BaseModel]):
+def params_from(args: argparse.Namespace, params: type[P]) -> P:
     """The typed parameters from parsed flags (a flag left out takes the field's default)."""
     values = {name: getattr(args, name) for name in params.model_fields if getattr(args, name, None) is not None}
     try:

@@ -146,8 +146,8 @@ class ClaimSettings(Section):
 class CoveSettings(Section):
     """`[escalate.cove]`: the Chain-of-Verification protocol of the deep verifier."""
 
-    questions: int = Field(3, ge=1)  # verification questions per claim
-    mode: str = Field("factored", pattern="^(factored|joint)$")
+    questions: int = Field(default=3, ge=1)  # verification questions per claim
+    mode: str = Field(default="factored", pattern="^(factored|joint)$")
     rewrite: bool = True  # on a discrepancy, FINAL becomes the corrected text
     max_passages: int = 5  # retrieved passages shown to the verifier
     passage_chars: int = 1500  # each passage cut to this many characters
@@ -185,7 +185,7 @@ class RouteSettings(Section):
     concurrency: int = 4
     max_tokens_per_call: int = 800
     # the protocol
-    cove: CoveSettings = Field(default_factory=CoveSettings)
+    cove: CoveSettings = Field(default_factory=lambda: CoveSettings())
     # confidences given to accepted deep verdicts (the endpoint is not calibrated)
     llm_confidence: dict[str, float] = Field(default_factory=lambda: {"supported": 0.9, "contradicted": 0.85, "uncertain": 0.5})
 
@@ -237,38 +237,38 @@ class Settings(Section):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=False, arbitrary_types_allowed=True)
 
-    docs: Path | None = Field(None, description="folder of KB documents (None: the bundled demo KB)")
+    docs: Path | None = Field(default=None, description="folder of KB documents (None: the bundled demo KB)")
     sources: list[Path] = Field(
         default_factory=list, **_flag("folder, .jsonl or .parquet of dated sources (repeatable)", action="append")
     )
-    out: Path = Field(Path("kbaudit-out"), **_flag("store folder, or a store URL such as s3://bucket/prefix (default ./kbaudit-out)"))
+    out: Path = Field(default=Path("kbaudit-out"), **_flag("store folder, or a store URL such as s3://bucket/prefix (default ./kbaudit-out)"))
     out_url: str | None = None  # a remote store (fsspec URL, e.g. s3://bucket/kbaudit): kb/store/remote.py
     mirror: Path | None = None  # the mirror folder of a URL store; None: ~/.cache/kbaudit/stores/<hash>
     lease_hours: float = 6.0  # a URL store's writer lease older than this is taken over
-    depth: str = Field("D1", **_flag("D0..D5 or fast/standard/strict/audit (default D1)"))
-    full: bool = Field(False, **_flag("re-verify every claim", action="store_true"))
-    apply: bool = Field(False, **_flag("write accepted edits to the KB files", action="store_true"))
+    depth: str = Field(default="D1", **_flag("D0..D5 or fast/standard/strict/audit (default D1)"))
+    full: bool = Field(default=False, **_flag("re-verify every claim", action="store_true"))
+    apply: bool = Field(default=False, **_flag("write accepted edits to the KB files", action="store_true"))
     top_k: int = 5
     model_path: str | None = None  # a local CrossEncoder replacing the shipped verifier
     embed_model_path: str | None = None  # a local sentence-transformers model
-    today: date | None = Field(None, **_flag("pin today's date (YYYY-MM-DD) for freshness checks"))
+    today: date | None = Field(default=None, **_flag("pin today's date (YYYY-MM-DD) for freshness checks"))
     max_doc_bytes: int = 64 * 1024 * 1024
     shard_size: int = 200  # documents per task batch
     task_runner: str = Field(
-        "thread",
+        default="thread",
         **_flag(
             "where the verify stage runs: thread (default: in this process), dask (a local dask cluster), "
             "or the address of a running dask scheduler (tcp://host:8786); needs pip install 'kbaudit[dask]'"
         ),
     )
-    dask_workers: int = Field(2, **_flag("worker processes of the local dask cluster (default 2)"))
-    fail_on: tuple[str, ...] = Field((), **_flag("comma-separated labels that make the exit status 1"))
+    dask_workers: int = Field(default=2, **_flag("worker processes of the local dask cluster (default 2)"))
+    fail_on: tuple[str, ...] = Field(default=(), **_flag("comma-separated labels that make the exit status 1"))
     llm_base_url: str | None = None
     llm_model: str | None = None
-    llm_api_key: str | None = Field(None, repr=False, exclude=True)  # environment only, never serialised
-    claims: ClaimSettings = Field(default_factory=ClaimSettings)
-    escalate: RouteSettings = Field(default_factory=RouteSettings)
-    correct: CorrectionSettings = Field(default_factory=CorrectionSettings)
+    llm_api_key: str | None = Field(default=None, repr=False, exclude=True)  # environment only, never serialised
+    claims: ClaimSettings = Field(default_factory=lambda: ClaimSettings())
+    escalate: RouteSettings = Field(default_factory=lambda: RouteSettings())
+    correct: CorrectionSettings = Field(default_factory=lambda: CorrectionSettings())
 
     @model_validator(mode="before")
     @classmethod

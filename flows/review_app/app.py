@@ -162,9 +162,9 @@ class ReviewApp:
             if facet == skip or not value:
                 continue
             if facet == "age":
-                frame = frame[frame.age_days >= int(value)]
+                frame = frame.loc[frame.age_days >= int(value)]
             else:
-                frame = frame[frame[facet] == value]
+                frame = frame.loc[frame[facet] == value]
         return frame
 
     def queue_data(self, params) -> dict:
@@ -293,7 +293,7 @@ def create_app(out: str | Path, *, token: str | None = None, reviewer: str | Non
         if action == "edit":
             text = str(form.get("text") or "")
 
-            def run():
+            def verify_edited():
                 # The verifier runs outside the store lock (seconds, the first time the model
                 # loads): the page's state token is checked again when the approval is written.
                 with ra.reading() as store:
@@ -309,7 +309,7 @@ def create_app(out: str | Path, *, token: str | None = None, reviewer: str | Non
                                                    expected={full: expected[edit_id]})
                 return full, verdict, written
 
-            full, verdict, written = await run_in_threadpool(run)
+            full, verdict, written = await run_in_threadpool(verify_edited)
             data = await run_in_threadpool(ra.edit_data, full, back)
             check = {"label": verdict.label, "confidence": verdict.confidence, "rationale": verdict.rationale,
                      "accepted": bool(written), "text": str(form.get("text") or "").strip()}

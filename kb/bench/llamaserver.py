@@ -107,6 +107,7 @@ class LocalServer:
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout
+        assert self.proc is not None, "_wait_ready after start()"
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise ServerError(f"llama.cpp server exited with status {self.proc.returncode}: {self.log_tail(600)}")

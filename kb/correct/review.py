@@ -32,9 +32,10 @@ import pandas as pd
 
 from kb.config import DEMO_ROOT, ConfigError
 from kb.correct.versions import encode_like, splice, unified_diff
+from kb.errors import StoreError
 from kb.records import Claim, Edit, Evidence, Verdict, content_hash
 from kb.store import Store
-from kb.verify import verifier_for  # the model loads on first use, not on import
+from kb.verify import Verifier, verifier_for  # the model loads on first use, not on import
 
 DECISIONS = {
     "approve": "approve", "approved": "approve", "accept": "approve", "accepted": "approve", "yes": "approve",
@@ -131,10 +132,21 @@ def rejected_proposals(store: Store) -> dict[str, str]:
 
 
 # ---- decisions ---------------------------------------------------------------------------
+def _date_of(value) -> dt.date:
+    """A run's timestamp as a date (a missing one is a damaged runs row)."""
+    stamp = pd.Timestamp(value)
+    if not isinstance(stamp, pd.Timestamp) or pd.isna(stamp):
+        raise StoreError("a run without a start time: the runs table is damaged")
+    return stamp.date()
+
+
 def state_tokens(store: Store) -> dict[str, tuple[str, str, str | None]]:
     """Edit id -> (state token, state, who made the newest step)."""
     frame = _query(store, f"SELECT edit_id, {STATE_TOKEN_SQL} AS token, state, state_by FROM edit_state")
-    return {r.edit_id: (r.token, r.state, None if pd.isna(r.state_by) else r.state_by) for r in frame.itertuples(index=False)}
+    return {
+        str(edit_id): (str(token), str(state), None if pd.isna(state_by) else str(state_by))
+        for edit_id, token, state, state_by in zip(frame.edit_id, frame.token, frame.state, frame.state_by)
+    }
 
 
 def check_unchanged(store: Store, expected: dict[str, str]) -> None:
@@ -204,12 +216,12 @@ def _arrow_rows(store: Store, sql: str, params: list) -> list[dict]:
         con.close()
 
 
-def run_verifier(store: Store, run_id: str):
+def run_verifier(store: Store, run_id: str) -> tuple[Verifier, dt.date]:
     """The verifier the run used (its depth and model), and the run's date."""
     config = json.loads(_query(store, "SELECT config FROM runs WHERE run_id = ?", [run_id]).config.iloc[0] or "{}")
     today = dt.date.fromisoformat(config["today"]) if config.get("today") else None
     if today is None:
-        today = pd.Timestamp(_query(store, "SELECT started_at FROM runs WHERE run_id = ?", [run_id]).started_at.iloc[0]).date()
+        today = _date_of(_query(store, "SELECT started_at FROM runs WHERE run_id = ?", [run_id]).started_at.iloc[0])
     return verifier_for(config.get("model_path"), str(config.get("depth") or "D1") != "D0"), today
 
 

@@ -222,6 +222,7 @@ class LLMClient:
                 delay = self._sleep_for(attempt, retry_after)
                 remaining = self._remaining()
                 if remaining is not None and delay >= remaining:
+                    assert last is not None  # every attempt that gets here recorded why it failed
                     last = LLMError(f"{last}; no time left in the run to retry", status=last.status, kind=last.kind)
                     break
                 logger.debug("deep verifier: %s; retry %d in %.2f s", last, attempt + 1, delay)
