@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import os
 import time
 from collections import Counter
 
@@ -22,6 +23,7 @@ from kb.correct.review import writable_root
 from kb.log import logger
 from kb.store import Store, new_run_id
 from kb.store import remote as kb_remote
+from reports.notify import notify_run
 from tasks.stages import apply_task, prefect_runner
 
 __all__ = ["audit", "audit_shard", "audit_sharded", "task_runner_for", "with_task_runner"]
@@ -59,7 +61,26 @@ def _commit(store: Store, settings: Settings, run_id: str, counts: dict, started
         assert remote is not None  # out_url set
         remote.push(run_id)
     _publish_artifacts(run_id, row)
+    _notify(store, settings, run_id)
     return {"run_id": run_id, **{k: v for k, v in row.items() if k not in ("started_at", "finished_at", "config")}}
+
+
+def _notify(store: Store, settings: Settings, run_id: str) -> None:
+    """The webhook notification, after the commit: whatever happens here is a warning, and its
+    outcome is appended to the `notifications` table (the runs row is already written)."""
+    try:
+        row = notify_run(store, run_id, os.environ)
+        if row is None:
+            return
+        (logger.info if row["status"] == "sent" else logger.warning)("%s%s", row.pop("describe"),
+                                                                      "" if row["status"] == "sent" else "; the run is committed")
+        store.append_table("notifications", [row])
+        if settings.out_url:
+            kb_remote.for_settings(settings).push()
+    except Exception as exc:  # never fail a committed run over its notification
+        url = os.environ.get("KBAUDIT_NOTIFY_URL") or "\0"
+        why = (str(exc).splitlines() or [""])[0].replace(url, "<KBAUDIT_NOTIFY_URL>")
+        logger.warning("notification failed: %s: %s; the run is committed", type(exc).__name__, why)
 
 
 @contextlib.contextmanager

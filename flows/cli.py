@@ -15,9 +15,10 @@ from pathlib import Path
 
 from flows.env import QUIET_LOGGERS, prepare_environment
 from flows.options import flag_values, params_arguments, params_from, settings_flags
-from flows.output import format_summary, print_json
+from flows.output import add_format_arguments, chosen_format, dumps_json, format_summary, print_json, render_findings, write_output
 from kb.config import load_settings
 from kb.errors import ConfigError, KbauditError, StoreError, UsageError
+from kb.store import Store
 from kb.training import train
 
 # Command groups that live in their own modules; each has `register(subparsers)`.
@@ -38,6 +39,7 @@ BENCHES = {
 def cmd_run(args) -> int:
     flags = {**flag_values(args), "docs": args.docs}
     settings = load_settings(flags).validate()
+    fmt = chosen_format(args)  # a bad --format / --output combination: exit 2 before the run
 
     from flows.audit import audit, audit_sharded, with_task_runner  # why: Prefect (~2 s) only for `run`, not every command
 
@@ -53,12 +55,19 @@ def cmd_run(args) -> int:
         raise ConfigError("--deployment needs --shards N (N > 1)")
     else:
         row = audit_flow(settings.public_dict())
-    if args.json:
-        print_json(row)
+    mirror = f"{settings.out_url}, mirrored in " if settings.out_url else ""
+    text = format_summary(row) + f"\nstore: {mirror}{settings.out} (open {settings.out / 'kbaudit.duckdb'} with DuckDB)"
+    if fmt == "text":
+        rendered = text + "\n"
+    elif fmt == "json":
+        rendered = dumps_json(row) + "\n"
     else:
-        print(format_summary(row))
-        mirror = f"{settings.out_url}, mirrored in " if settings.out_url else ""
-        print(f"store: {mirror}{settings.out} (open {settings.out / 'kbaudit.duckdb'} with DuckDB)")
+        rendered = render_findings(Store(settings.out), row["run_id"], fmt, settings.fail_on, args.junit_per_claim)
+    if args.output:
+        write_output(args.output, rendered)
+        print(text)
+    else:
+        sys.stdout.write(rendered)
     findings = sum(int(row[label]) for label in settings.fail_on)
     return 1 if findings else 0
 
@@ -90,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     settings_flags(run)
     run.add_argument("--shards", type=int, help="split the documents by hash into N shards, committed as one run")
     run.add_argument("--deployment", help="run each shard as a flow run of this deployment (e.g. audit-shard/kbaudit-shard) on a work pool")
-    run.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    run.add_argument("--json", action="store_true", help="print the run summary as JSON (--format json)")
+    add_format_arguments(run)
     run.set_defaults(func=cmd_run)
 
     train = sub.add_parser("train-verifier", help="train the offline verifier model")

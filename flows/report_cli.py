@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from flows.output import format_summary, print_json
+from flows.output import add_format_arguments, chosen_format, dumps_json, format_summary, print_json, render_findings, write_output
 from kb.config import ConfigError
 from kb.evidence.receipts import verify_stored_evidence
+from kb.records import LABELS
 from kb.store import Store
 from kb.store.remote import open_for_reading
 from kb.verifyloop import PROBLEMS, VerifyLoop
@@ -23,28 +25,62 @@ def _root(out: str) -> Path:
     return open_for_reading(out)
 
 
+def _fail_on(raw: str | None) -> tuple[str, ...]:
+    labels = tuple(p.strip() for p in (raw or "").split(",") if p.strip())
+    bad = [label for label in labels if label not in LABELS]
+    if bad:
+        raise ConfigError(f"--fail-on takes labels from {', '.join(LABELS)}; got {', '.join(bad)}")
+    return labels
+
+
+def format_pages_due(pages: list[dict]) -> str:
+    if not pages:
+        return ""
+    lines = [f"\npages due for review: {len(pages)}"]
+    for p in pages:
+        due = p["review_due"].isoformat() if p["review_due"] else "no review date"
+        late = f", {p['days_overdue']} days overdue" if p["days_overdue"] else ""
+        lines.append(f"  {p['doc_id']:<32} due {due}{late}; owner {p['owner'] or '(none)'}; {p['findings']} open finding(s)")
+    return "\n".join(lines)
+
+
 def cmd_report(args) -> int:
+    fmt = chosen_format(args)
+    fail_on = _fail_on(args.fail_on)
     store = Store(_root(args.out))
     store.connect(read_only=True).close()  # a missing store is a usage error (exit 2)
     run_id = q.resolve_run(store, args.run)
     row = q.run_row(store, run_id)
     changes = q.change_counts(q.changes(store, run_id))
+    pages = q.pages_due(store, run_id)
+    sent = q.notifications(store, run_id)
     if args.html:
         target = Path(args.html)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(render(store, run_id), "utf-8")
-    if args.json:
-        print_json({**row, "changes": changes, **({"html": str(args.html)} if args.html else {})})
-        return 0
-    print(format_summary(row))
     previous = q.previous_run(store, run_id)
-    print(
-        f"\nsince {previous or 'the start (no earlier run)'}: "
+    text = (
+        format_summary(row)
+        + f"\n\nsince {previous or 'the start (no earlier run)'}: "
         + ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in changes.items())
+        + format_pages_due(pages)
+        + "".join(f"\nnotification: {n['status']} ({n['format']}, {n['target']}, {n['attempts']} attempt(s)"
+                  + (f", HTTP {n['http_status']}" if n["http_status"] else "") + (f": {n['error']}" if n["error"] else "") + ")"
+                  for n in sent)
+        + (f"\nhtml report: {args.html}" if args.html else "")
     )
-    if args.html:
-        print(f"html report: {args.html}")
-    return 0
+    if fmt == "text":
+        rendered = text + "\n"
+    elif fmt == "json":
+        rendered = dumps_json({**row, "changes": changes, "pages_due": pages, "notifications": sent, **({"html": str(args.html)} if args.html else {})}) + "\n"
+    else:
+        rendered = render_findings(store, run_id, fmt, fail_on, args.junit_per_claim)
+    if args.output:
+        write_output(args.output, rendered)
+        print(text)
+    else:
+        sys.stdout.write(rendered)
+    return 1 if any(int(row.get(label) or 0) for label in fail_on) else 0
 
 
 def cmd_sql(args) -> int:
@@ -175,7 +211,9 @@ def register(sub) -> None:
     report.add_argument("--run", help="run id (default: the newest)")
     report.add_argument("--out", default="kbaudit-out", help=OUT_HELP)
     report.add_argument("--html", metavar="FILE", help="write the self-contained HTML report of the run to FILE")
-    report.add_argument("--json", action="store_true")
+    report.add_argument("--json", action="store_true", help="the summary as JSON (--format json)")
+    report.add_argument("--fail-on", help="comma-separated labels that make the exit status 1 (as for kbaudit run)")
+    add_format_arguments(report)
     report.set_defaults(func=cmd_report)
 
     sql = sub.add_parser("sql", help="query the store's DuckDB views")

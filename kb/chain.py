@@ -471,6 +471,10 @@ def document_rows(result: AuditResult) -> list[dict]:
                 "status": status,
                 "score": score,
                 "score_components": json.dumps(components, sort_keys=True),
+                "owner_source": doc.owner_source,
+                "review_interval_days": doc.review_interval_days,
+                "verified_until": doc.verified_until,
+                "review_due": doc.review_due,
             }
         )
     return rows

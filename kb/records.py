@@ -79,6 +79,12 @@ class Document:
     blocks: tuple[Block, ...] = ()
     bytes: int = 0
     ignore: bool = False  # front matter `kbaudit: {ignore: true}`
+    # kb.ingest.owners fills these at ingest: where the owner came from ("front_matter" or
+    # "<CODEOWNERS file>:<line>") and the review interval (front matter review_interval / verified_until)
+    owner_source: str | None = None
+    review_interval_days: int | None = None
+    verified_until: date | None = None
+    review_due: date | None = None
 
 
 @dataclass(frozen=True)

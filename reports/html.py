@@ -273,6 +273,20 @@ def render(store: Store, run_id: str | None = None) -> str:
             + "</tr>"
         )
     out.append("</tbody></table>")
+    pages = q.pages_due(store, run_id)
+    out.append("<h2>Pages due for review</h2>")
+    if pages:
+        out.append('<table id="pages-due"><thead><tr><th>document</th><th>owner</th><th>due</th><th>days overdue</th>'
+                   "<th>open findings</th></tr></thead><tbody>")
+        out += [
+            f'<tr data-doc="{esc(p["doc_id"])}"><td><a href="#{anchor(p["doc_id"])}">{esc(p["doc_id"])}</a></td>'
+            f"<td>{esc(p['owner'] or '')}</td><td>{esc(p['review_due'] or 'never reviewed')}</td>"
+            f"<td>{esc(p['days_overdue'] if p['days_overdue'] is not None else '')}</td><td>{int(p['findings'] or 0)}</td></tr>"
+            for p in pages
+        ]
+        out.append("</tbody></table>")
+    else:
+        out.append('<p class="muted" id="pages-due">none</p>')
     out.append(
         '<h2>Claims</h2><div class="filters">'
         + "".join(f'<button type="button" data-label="{label}">{label}</button>' for label in q.LABELS)

@@ -37,7 +37,7 @@ def _value(v):
 
 
 # DATE columns come back from pandas as midnight datetimes; give them back as dates.
-DATE_COLUMNS = frozenset({"source_date", "updated", "night", "evidence_date"})
+DATE_COLUMNS = frozenset({"source_date", "updated", "night", "evidence_date", "verified_until", "review_due", "run_date"})
 
 
 def rows(store: Store, sql: str, params: list | None = None) -> list[dict]:
@@ -80,8 +80,8 @@ def documents(store: Store, run_id: str) -> list[dict]:
     return rows(
         store,
         f"""WITH a AS ({_AS_OF_SQL})
-            SELECT d.doc_id, d.version_id, d.title, d.owner, d.risk, d.updated, d.status, d.score,
-                   d.score_components, {counts}, count(a.label) AS verdicts
+            SELECT d.doc_id, d.version_id, d.title, d.owner, d.owner_source, d.risk, d.updated, d.status, d.score,
+                   d.score_components, d.review_interval_days, d.verified_until, d.review_due, {counts}, count(a.label) AS verdicts
             FROM documents_history d LEFT JOIN a ON a.doc_id = d.doc_id
             WHERE d.run_id = ?
             GROUP BY ALL
@@ -93,7 +93,7 @@ def documents(store: Store, run_id: str) -> list[dict]:
 # A claim's verdict "as of" a run: its newest verdict in that run or before (parameters: run, run).
 _AS_OF_SQL = """
     SELECT c.claim_id, c.doc_id, c.version_id, c.start, c."end", c.source_text, c.text, c.type, c.risk,
-           c.checkworthy, c.section, v.run_id AS verdict_run, v.label, v.confidence, v.tier, v.rationale,
+           c.checkworthy, c.section, c.requirements, v.run_id AS verdict_run, v.label, v.confidence, v.tier, v.rationale,
            v.gap_type, v.gap_severity, v.action, v.evidence_ids, v.claim_value, v.evidence_value,
            v.evidence_sentence, v.reused
     FROM claims_history c LEFT JOIN verdicts v ON v.claim_id = c.claim_id AND v.run_id <= ?
@@ -147,3 +147,37 @@ def changes(store: Store, run_id: str) -> list[dict]:
 
 def change_counts(found: list[dict]) -> dict[str, int]:
     return {name: sum(1 for r in found if r["change"] == name) for name in CHANGES}
+
+
+def pages_due(store: Store, run_id: str) -> list[dict]:
+    """The run's pages due for review (the pages_due_in macro, kb/views_reports.py)."""
+    return rows(store, "SELECT * FROM pages_due_in(?)", [run_id])
+
+
+def version_texts(store: Store, version_ids: list[str]) -> dict[str, str]:
+    """The content of document versions the store holds (versions accepted by a run)."""
+    if not version_ids:
+        return {}
+    found = rows(store, "SELECT version_id, content FROM versions WHERE list_contains(?, version_id)", [sorted(set(version_ids))])
+    return {r["version_id"]: r["content"] for r in found if r["content"] is not None}
+
+
+def removed_documents(store: Store, run_id: str) -> list[dict]:
+    """Documents the previous run had and this run does not, with their open findings then."""
+    previous = previous_run(store, run_id)
+    if previous is None:
+        return []
+    return rows(
+        store,
+        f"""WITH a AS ({_AS_OF_SQL})
+            SELECT p.doc_id, p.title, p.owner, p.owner_source,
+                   count(a.claim_id) FILTER (WHERE a.label IN ('contradicted', 'stale', 'uncertain')) AS findings
+            FROM documents_history p LEFT JOIN a ON a.doc_id = p.doc_id
+            WHERE p.run_id = ? AND p.doc_id NOT IN (SELECT doc_id FROM documents_history WHERE run_id = ?)
+            GROUP BY ALL ORDER BY p.doc_id""",
+        [previous, previous, previous, run_id],
+    )
+
+
+def notifications(store: Store, run_id: str) -> list[dict]:
+    return rows(store, "SELECT * EXCLUDE (run_id) FROM notifications WHERE run_id = ? ORDER BY sent_at", [run_id])

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pathspec
 
+from kb.ingest.owners import assign, load_codeowners
 from kb.ingest.parse import ParseError, parse_document
 from kb.log import logger
 from kb.records import Document, IngestError
@@ -92,5 +93,10 @@ def ingest(root: Path, max_bytes: int, select: Callable[[str], bool] | None = No
             logger.info("skipping %s: front matter says kbaudit.ignore", rel)
             continue
         documents.append(doc)
+    codeowners, owner_errors = load_codeowners(root)
+    if select is not None:  # each shard of a run reports the CODEOWNERS file's errors once
+        owner_errors = [e for e in owner_errors if select(e.path)]
+    documents, review_errors = assign(documents, root, codeowners)
+    errors += owner_errors + review_errors
     logger.info("ingested %d documents from %s (%d errors)", len(documents), root, len(errors))
     return documents, errors

@@ -55,6 +55,10 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("status", _STR),
             ("score", pa.float64()),
             ("score_components", _STR),  # JSON
+            ("owner_source", _STR),  # front_matter | <CODEOWNERS file>:<line> (kb.ingest.owners)
+            ("review_interval_days", pa.int64()),
+            ("verified_until", pa.date32()),
+            ("review_due", pa.date32()),  # the day the page falls due for review (kb.ingest.owners)
         ]
     ),
     "ingest_errors": pa.schema([("path", _STR), ("stage", _STR), ("error", _STR)]),
@@ -245,9 +249,26 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("found_on", pa.date32()),
         ]
     ),
+    # The outcome of each run's webhook notification (kb.notify), appended after the run's
+    # commit: the runs row is written before the notification is sent.
+    "notifications": pa.schema(
+        [
+            ("run_id", _STR),
+            ("status", _STR),  # sent | failed | skipped
+            ("format", _STR),  # slack | json
+            ("target", _STR),  # scheme://host of the webhook, never the full URL (a secret)
+            ("attempts", pa.int64()),
+            ("http_status", pa.int64()),
+            ("error", _STR),
+            ("findings", pa.int64()),
+            ("owners", pa.int64()),
+            ("seconds", pa.float64()),
+            ("sent_at", pa.timestamp("us", tz="UTC")),
+        ]
+    ),
 }
 
 # Tables written outside runs, one file per append (not hive-partitioned by run).
-APPEND_ONLY: tuple[str, ...] = ("review_decisions", "edit_events", "applied_versions")
+APPEND_ONLY: tuple[str, ...] = ("review_decisions", "edit_events", "applied_versions", "notifications")
 RUN_TABLES = tuple(t for t in SCHEMAS if t not in APPEND_ONLY)
 TABLES = tuple(SCHEMAS)

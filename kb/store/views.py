@@ -13,11 +13,22 @@ from kb.store import views_reports, views_review
 from kb.store.schema import APPEND_ONLY, RUN_TABLES
 
 CURRENT_STATE = ("claims", "documents")
+# Columns added to a table after stores were first written: a store whose files all predate
+# them still gets them (NULL), so views that name them work before its next run.
+ADDED_COLUMNS: dict[str, dict[str, str]] = {
+    "documents": {"owner_source": "VARCHAR", "review_interval_days": "BIGINT", "verified_until": "DATE",
+                  "review_due": "DATE"},
+}
 
 
-def _read(glob: str) -> str:
+def _read(glob: str, table: str = "") -> str:
     quoted = glob.replace("'", "''")
-    return f"read_parquet('{quoted}', hive_partitioning = true, hive_types_autocast = false, union_by_name = true)"
+    scan = f"read_parquet('{quoted}', hive_partitioning = true, hive_types_autocast = false, union_by_name = true)"
+    added = ADDED_COLUMNS.get(table)
+    if not added:
+        return scan
+    typed = ", ".join(f"NULL::{kind} AS {name}" for name, kind in added.items())
+    return f"(SELECT * FROM {scan} UNION ALL BY NAME SELECT {typed} WHERE false)"
 
 
 def view_sql(glob_for: Callable[[str], str]) -> list[str]:
@@ -28,7 +39,7 @@ def view_sql(glob_for: Callable[[str], str]) -> list[str]:
     for table in RUN_TABLES:
         if table == "runs":
             continue
-        source = _read(glob_for(table))
+        source = _read(glob_for(table), table)
         complete = f"SELECT * FROM {source} WHERE run_id IN (SELECT run_id FROM runs)"
         if table in CURRENT_STATE:
             statements.append(f"CREATE OR REPLACE VIEW {table}_history AS {complete}")

@@ -18,6 +18,11 @@ query and its output on the demo store, in docs/reports.md.
 - ``document_labels``: the newest run's documents with status, score and claims per label.
 - ``documents_by_status``: documents of the newest run counted by status and risk.
 - ``review_queue_by_owner``: the review queue counted by document owner.
+- ``pages_due_in(run)``: a table macro: the run's pages due for review (front matter
+  ``review_interval`` / ``verified_until``, kb/ingest/owners.py) on the run's date (its pinned ``today``,
+  else the UTC day it started), with owner, days overdue and the page's open findings
+  (contradicted, stale, uncertain claims as of that run); a page with an interval and no date
+  to count from is due (``review_due`` NULL). ``pages_due``: the same for the newest run.
 """
 
 from __future__ import annotations
@@ -90,6 +95,21 @@ def view_sql() -> list[str]:
             FROM documents
             GROUP BY status, coalesce(risk, 'unset')
             ORDER BY status, risk""",
+        f"""CREATE OR REPLACE MACRO pages_due_in(due_run) AS TABLE
+            WITH r AS (
+                SELECT run_id, coalesce(TRY_CAST(json_extract_string(config, '$.today') AS DATE),
+                                        CAST(timezone('UTC', started_at) AS DATE)) AS run_date
+                FROM runs WHERE run_id = due_run
+            ), a AS ({_AS_OF.format(run="due_run")})
+            SELECT d.run_id, d.doc_id, d.title, d.owner, d.owner_source, d.updated, d.review_interval_days,
+                   d.verified_until, d.review_due, r.run_date,
+                   CASE WHEN d.review_due IS NULL THEN NULL ELSE r.run_date - d.review_due END AS days_overdue,
+                   count(a.claim_id) FILTER (WHERE a.label IN ('contradicted', 'stale', 'uncertain')) AS findings
+            FROM documents_history d JOIN r ON r.run_id = d.run_id LEFT JOIN a ON a.doc_id = d.doc_id
+            WHERE d.review_due <= r.run_date OR (d.review_due IS NULL AND d.review_interval_days IS NOT NULL)
+            GROUP BY ALL
+            ORDER BY d.review_due NULLS FIRST, d.doc_id""",
+        """CREATE OR REPLACE VIEW pages_due AS SELECT * FROM pages_due_in((SELECT max(run_id) FROM runs))""",
         """CREATE OR REPLACE VIEW review_queue_by_owner AS
             SELECT coalesce(owner, '(no owner)') AS owner, count(*) AS edits,
                    count(DISTINCT doc_id) AS documents,

@@ -1,0 +1,378 @@
+"""The findings of one run, read back from the store: what every output format renders.
+
+One model for SARIF (reports/sarif.py), GitHub annotations (reports/github.py), JUnit
+(reports/junit.py) and the notification (reports/notify.py). It reads the store only through
+reports/queries.py (its views), plus the KB files for the document text (below).
+
+A finding is a check-worthy claim whose label, as of the run, is not ``supported``, or a page
+that the previous run had and this run does not (``removed``). Kinds (one rule each in SARIF):
+``contradicted``, ``stale``, ``uncertain``, ``ungrounded-tool-claim`` (the claim states a tool or
+query result, requirement ``tool_receipt``, and no evidence supports it) and ``removed``.
+
+Line and column come from the claim's character span in the document version it was split
+from. The store keeps the text of the versions a run accepted (``versions.content``), not of
+the versions it read, so the text is recovered: first from ``versions`` by version id, else
+from the KB file at the run's ``docs_root`` when its bytes still hash to that version id, else
+(the file changed or is gone) by searching the current file for the claim as written
+(``location_basis`` ``search``) and, failing that, the finding points at the file only
+(``location_basis`` ``file``).
+
+Level: a label named in ``--fail-on`` is ``error`` and the others are ``note``; with no
+``--fail-on``, contradicted is ``error``, stale and ungrounded tool claims ``warning``,
+uncertain and removed ``note``. The fingerprint is a hash of the document id, the claim as
+written (NFKC, case-folded, whitespace collapsed) and the kind: no run id, so it is the same
+in every run that still finds the same problem.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kb.ingest.owners import repository_info
+from kb.records import content_hash
+from kb.store import Store
+from reports import queries as q
+
+LABEL_KINDS = ("contradicted", "stale", "uncertain")
+KINDS = ("contradicted", "stale", "uncertain", "ungrounded-tool-claim", "removed")
+MAX_EVIDENCE = 3
+# Edits offered as a fix: proposed ones. Dropped (the draft did not re-verify as supported),
+# suppressed (rejected before), needs_rewrite (no minimal edit) are not.
+FIX_STATUSES = ("auto", "queued")
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str
+    name: str
+    short: str
+    help: str
+
+
+RULES: dict[str, Rule] = {
+    "contradicted": Rule(
+        "contradicted", "ContradictedClaim", "The page states something current evidence contradicts.",
+        "The newest authoritative source conflicts with this sentence and no older version of a source "
+        "explains it. Check the evidence quoted in the message; apply the proposed fix (the conflicting "
+        "value replaced with the source's) or correct the page by hand, then rerun kbaudit.",
+    ),
+    "stale": Rule(
+        "stale", "StaleClaim", "The page states something a newer source version superseded.",
+        "The sentence agrees with an older version of a source that a newer version replaced, or it is "
+        "time-sensitive and its newest evidence is older than its freshness window. Update the value to "
+        "the newer source's (the proposed fix does so) or confirm it with a current source.",
+    ),
+    "uncertain": Rule(
+        "uncertain", "UncertainClaim", "No source settles this claim.",
+        "The sources do not say enough to support or refute the sentence, they disagree, or the verdict "
+        "stayed low-confidence. Add or cite a source that settles it, reword the sentence, or mark the "
+        "passage <!-- kbaudit: ignore --> if it is not meant to be checked.",
+    ),
+    "ungrounded-tool-claim": Rule(
+        "ungrounded-tool-claim", "UngroundedToolClaim", "The page claims a tool or query result that no evidence backs.",
+        "The sentence reports the result of a tool, query or measurement, and no source or tool log "
+        "supports it. Link the result's source (a dated export or log) in the sources, or remove the claim.",
+    ),
+    "removed": Rule(
+        "removed", "RemovedPage", "A page that had findings was removed from the knowledge base.",
+        "The previous run audited this page and it is gone now. Its open findings are no longer "
+        "tracked; check that the information it held (and its corrections) still lives elsewhere.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Region:
+    start_line: int
+    start_column: int  # 1-based, in Unicode code points
+    end_line: int
+    end_column: int  # exclusive
+
+
+@dataclass(frozen=True)
+class Evidence:
+    source_id: str
+    source_version: str | None
+    source_date: object  # date or None
+    authority: float | None
+    sentence: str
+    rank: int
+
+
+@dataclass(frozen=True)
+class Fix:
+    edit_id: str
+    status: str
+    risk: str | None
+    old_text: str
+    new_text: str
+    region: Region | None
+
+
+@dataclass
+class Finding:
+    kind: str
+    label: str | None
+    level: str
+    doc_id: str
+    title: str | None
+    owner: str | None
+    owner_source: str | None
+    claim_id: str | None = None
+    claim_text: str = ""
+    source_text: str = ""
+    confidence: float | None = None
+    rationale: str = ""
+    action: str | None = None
+    section: str = ""
+    change: str | None = None  # new_contradiction / newly_stale / newly_uncertain: new in this run
+    region: Region | None = None
+    location_basis: str = "file"  # version | kb_file | search | file
+    evidence: list[Evidence] = field(default_factory=list)
+    fix: Fix | None = None
+    detail: str = ""  # for `removed`: what the page had
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.doc_id, self.source_text or self.claim_text, self.kind)
+
+    def message(self) -> str:
+        """One paragraph: the claim, why, the evidence (source, date, sentence), the proposed edit."""
+        if self.kind == "removed":
+            return f"Page {self.doc_id} was removed since the previous run. {self.detail}".strip()
+        head = {
+            "contradicted": "Contradicted by current evidence",
+            "stale": "Stale: a newer source version supersedes this",
+            "uncertain": "Uncertain: no source settles this",
+            "ungrounded-tool-claim": "Ungrounded tool claim: no evidence backs this result",
+        }[self.kind]
+        parts = [f'{head} ({self.label}, confidence {self.confidence:.2f}): "{self.source_text.strip()}"'
+                 if self.confidence is not None else f'{head}: "{self.source_text.strip()}"']
+        if self.rationale:
+            parts.append(f"Why: {self.rationale}")
+        if self.evidence:
+            e = self.evidence[0]
+            parts.append(f'Evidence: {e.source_id} ({_date(e.source_date)}): "{e.sentence.strip()}"')
+        if self.fix is not None:
+            parts.append(f'Proposed edit ({self.fix.status}): "{self.fix.old_text}" -> "{self.fix.new_text}"')
+        if self.owner:
+            parts.append(f"Owner: {self.owner}")
+        return "\n".join(parts)
+
+
+def _date(value) -> str:
+    return value.isoformat() if hasattr(value, "isoformat") else (str(value) if value else "undated")
+
+
+def normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text or "")).strip().casefold()
+
+
+def fingerprint(doc_id: str, claim_text: str, kind: str) -> str:
+    return hashlib.sha256(f"{doc_id}\n{normalise(claim_text)}\n{kind}".encode()).hexdigest()[:32]
+
+
+def level_for(kind: str, label: str | None, fail_on: tuple[str, ...]) -> str:
+    if fail_on:
+        return "error" if label in fail_on else "note"
+    return {"contradicted": "error", "stale": "warning", "ungrounded-tool-claim": "warning"}.get(kind, "note")
+
+
+def region_of(text: str, start: int, end: int) -> Region:
+    """1-based line and column (code points) of text[start:end]; the end column is exclusive."""
+    start, end = max(0, min(start, len(text))), max(0, min(end, len(text)))
+
+    def at(i: int) -> tuple[int, int]:
+        line = text.count("\n", 0, i) + 1
+        return line, i - (text.rfind("\n", 0, i) + 1) + 1
+
+    (l1, c1), (l2, c2) = at(start), at(max(end, start))
+    return Region(l1, c1, l2, c2)
+
+
+def _decode(raw: bytes) -> str | None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text[1:] if text.startswith("\ufeff") else text  # as kb.parse reads it
+
+
+@dataclass
+class Findings:
+    run: dict
+    run_id: str
+    previous_run: str | None
+    docs_root: Path | None
+    fail_on: tuple[str, ...]
+    documents: list[dict]
+    findings: list[Finding]
+    pages_due: list[dict]
+    claims: list[dict]  # every check-worthy claim of the run with its label (JUnit per claim)
+    repository: dict | None = None  # kb.ingest.owners.repository_info of the KB root
+    kb_prefix: str = ""  # the KB root relative to the repository root ("" outside git or at its root)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when the run has a claim labelled with a --fail-on label (what `kbaudit run` returns)."""
+        return 1 if any(int(self.run.get(label) or 0) for label in self.fail_on) else 0
+
+    def path_of(self, doc_id: str) -> str:
+        """The document's path as a CI tool needs it: relative to the repository root when the KB
+        is in a git repository, else relative to the KB root."""
+        return f"{self.kb_prefix}{doc_id}"
+
+    def by_owner(self, only_new: bool = False) -> dict[str, list[Finding]]:
+        out: dict[str, list[Finding]] = {}
+        for f in self.findings:
+            if only_new and not (f.change or f.kind == "removed"):
+                continue
+            out.setdefault(f.owner or "(no owner)", []).append(f)
+        return dict(sorted(out.items(), key=lambda kv: (kv[0] == "(no owner)", kv[0])))
+
+    def summary(self) -> dict:
+        counts = {kind: sum(1 for f in self.findings if f.kind == kind) for kind in KINDS}
+        return {
+            "run_id": self.run_id,
+            "depth": self.run.get("depth"),
+            "documents": self.run.get("documents"),
+            "checkworthy": self.run.get("checkworthy"),
+            **{label: int(self.run.get(label) or 0) for label in q.LABELS},
+            "findings": counts,
+            "new_findings": sum(1 for f in self.findings if f.change),
+            "pages_due": len(self.pages_due),
+        }
+
+
+class _Texts:
+    """Document text by (doc_id, version_id): see the module docstring for the order."""
+
+    def __init__(self, store: Store, docs_root: Path | None, version_ids: list[str]):
+        self.stored = q.version_texts(store, version_ids)
+        self.docs_root = docs_root
+        self._files: dict[str, tuple[str | None, str | None]] = {}
+
+    def _file(self, doc_id: str) -> tuple[str | None, str | None]:
+        """(text, version id) of the KB file now, or (None, None)."""
+        if doc_id not in self._files:
+            found = (None, None)
+            if self.docs_root is not None:
+                path = self.docs_root / doc_id
+                try:
+                    raw = path.read_bytes() if path.is_file() else None
+                except OSError:
+                    raw = None
+                if raw is not None:
+                    found = (_decode(raw), content_hash(raw))
+            self._files[doc_id] = found
+        return self._files[doc_id]
+
+    def exact(self, doc_id: str, version_id: str) -> tuple[str | None, str]:
+        if version_id in self.stored:
+            return self.stored[version_id], "version"
+        text, current = self._file(doc_id)
+        if text is not None and current == version_id:
+            return text, "kb_file"
+        return None, "file"
+
+    def current(self, doc_id: str) -> str | None:
+        return self._file(doc_id)[0]
+
+
+def _locate(texts: _Texts, doc_id: str, version_id: str, start: int, end: int, written: str) -> tuple[Region | None, str]:
+    text, basis = texts.exact(doc_id, version_id)
+    if text is not None:
+        return region_of(text, start, end), basis
+    current = texts.current(doc_id)
+    if current is not None and written.strip():
+        i = current.find(written.strip())
+        if i >= 0:
+            return region_of(current, i, i + len(written.strip())), "search"
+    return None, "file"
+
+
+def load(store: Store, run_id: str | None = None, fail_on: tuple[str, ...] = ()) -> Findings:
+    """The findings of a run (default: the newest) read back from the store."""
+    run_id = q.resolve_run(store, run_id)
+    run = q.run_row(store, run_id)
+    docs_root = Path(run["docs_root"]) if run.get("docs_root") else None
+    documents = q.documents(store, run_id)
+    doc_by_id = {d["doc_id"]: d for d in documents}
+    claims = [c for c in q.claims(store, run_id) if c["checkworthy"]]
+    evidence: dict[str, list[dict]] = {}
+    for e in q.evidence(store, run_id):
+        evidence.setdefault(e["claim_id"], []).append(e)
+    edits: dict[str, dict] = {}
+    for ed in q.edits(store, run_id):
+        if ed["status"] in FIX_STATUSES and ed["new_text"] and ed["new_text"] != ed["old_text"]:
+            edits.setdefault(ed["claim_id"], ed)
+    changed = {c["claim_id"]: c["change"] for c in q.changes(store, run_id) if c["change"] != "fixed"}
+    texts = _Texts(store, docs_root, [c["version_id"] for c in claims] + [e["base_version"] for e in edits.values()])
+
+    findings: list[Finding] = []
+    for c in claims:
+        label = c["label"]
+        if label is None or label == "supported":
+            continue
+        kind = "ungrounded-tool-claim" if "tool_receipt" in (c.get("requirements") or []) else label
+        doc = doc_by_id.get(c["doc_id"], {})
+        region, basis = _locate(texts, c["doc_id"], c["version_id"], c["start"], c["end"], c["source_text"])
+        fix = None
+        ed = edits.get(c["claim_id"])
+        if ed is not None:
+            edit_region, _ = _locate(texts, ed["doc_id"], ed["base_version"], ed["start"], ed["end"], ed["old_text"])
+            fix = Fix(ed["edit_id"], ed["status"], ed["risk"], ed["old_text"], ed["new_text"], edit_region)
+        order = {eid: i for i, eid in enumerate(c.get("evidence_ids") or [])}
+        ranked, seen = [], set()
+        for e in sorted(evidence.get(c["claim_id"], []), key=lambda e: (order.get(e["evidence_id"], len(order)), e["rank"])):
+            key = (e["source_id"], e["source_version"], (e["sentence"] or "").strip())
+            if key not in seen:  # two passages of one source often align the same sentence
+                seen.add(key)
+                ranked.append(e)
+        findings.append(Finding(
+            kind=kind, label=label, level=level_for(kind, label, fail_on), doc_id=c["doc_id"], title=doc.get("title"),
+            owner=doc.get("owner"), owner_source=doc.get("owner_source"), claim_id=c["claim_id"], claim_text=c["text"],
+            source_text=c["source_text"], confidence=c["confidence"], rationale=c["rationale"] or "", action=c["action"],
+            section=c["section"] or "", change=changed.get(c["claim_id"]), region=region, location_basis=basis,
+            evidence=[Evidence(e["source_id"], e["source_version"], e["source_date"], e["authority"], e["sentence"] or "", e["rank"])
+                      for e in ranked[:MAX_EVIDENCE]],
+            fix=fix,
+        ))
+    for d in q.removed_documents(store, run_id):
+        if docs_root is not None and (docs_root / d["doc_id"]).exists():
+            continue  # not audited by this run (a partial run), but still in the KB
+        findings.append(Finding(
+            kind="removed", label=None, level=level_for("removed", None, fail_on), doc_id=d["doc_id"], title=d["title"],
+            owner=d["owner"], owner_source=d["owner_source"], source_text=d["doc_id"],
+            detail=f"It had {d['findings']} open finding(s) in run {q.previous_run(store, run_id)}.",
+        ))
+    findings.sort(key=lambda f: (f.doc_id, f.region.start_line if f.region else 0, f.region.start_column if f.region else 0, f.kind))
+
+    repo = repository_info(docs_root) if docs_root is not None and docs_root.is_dir() else None
+    prefix = ""
+    if repo is not None:
+        rel = docs_root.resolve().relative_to(repo["root"]).as_posix()
+        prefix = "" if rel == "." else rel + "/"
+    return Findings(
+        run=run, run_id=run_id, previous_run=q.previous_run(store, run_id), docs_root=docs_root, fail_on=tuple(fail_on),
+        documents=documents, findings=findings, pages_due=q.pages_due(store, run_id), claims=claims,
+        repository=repo, kb_prefix=prefix,
+    )
+
+
+def as_json(findings: Findings) -> dict:
+    """The findings as plain JSON data (the notification's json payload uses it)."""
+    def one(f: Finding) -> dict:
+        data = dataclasses.asdict(f)
+        data["fingerprint"] = f.fingerprint
+        data["path"] = findings.path_of(f.doc_id)
+        return json.loads(json.dumps(data, default=str))
+
+    return {"summary": findings.summary(), "findings": [one(f) for f in findings.findings],
+            "pages_due": json.loads(json.dumps(findings.pages_due, default=str))}

@@ -1,0 +1,132 @@
+"""SARIF 2.1.0 (`--format sarif`): one run, one rule per finding kind, one result per finding.
+
+Locations: ``artifactLocation.uri`` is the document's path relative to the KB root, with
+``uriBaseId`` ``KBROOT``. ``originalUriBaseIds`` says where KBROOT is: inside a git repository,
+relative to ``SRCROOT`` (the repository root, whose revision is in
+``versionControlProvenance``); outside one, the KB folder's absolute file URI. Regions are in
+Unicode code points (``columnKind``), 1-based, end column exclusive. The drafted edit is the
+result's ``fix``: one replacement of the claim's span. ``partialFingerprints`` carry
+reports.findings.fingerprint (no run id), so a code-scanning tool keeps one alert per problem
+across runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reports.findings import KINDS, RULES, Finding, Findings, Region, _date
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+FINGERPRINT_KEY = "kbauditFinding/v1"
+TOOL_URI = "https://github.com/kbaudit/kbaudit"
+
+
+def _region(r: Region) -> dict:
+    return {"startLine": r.start_line, "startColumn": r.start_column, "endLine": r.end_line, "endColumn": r.end_column}
+
+
+def _artifact(f: Finding) -> dict:
+    return {"uri": f.doc_id, "uriBaseId": "KBROOT"}
+
+
+def _result(f: Finding, findings: Findings) -> dict:
+    rule_index = KINDS.index(f.kind)
+    location: dict = {"physicalLocation": {"artifactLocation": _artifact(f)}}
+    if f.region is not None:
+        location["physicalLocation"]["region"] = _region(f.region)
+    result: dict = {
+        "ruleId": f.kind,
+        "ruleIndex": rule_index,
+        "level": f.level,
+        "message": {"text": f.message()},
+        "locations": [location],
+        "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint},
+        "properties": {
+            "label": f.label,
+            "confidence": f.confidence,
+            "owner": f.owner,
+            "ownerSource": f.owner_source,
+            "docId": f.doc_id,
+            "claimId": f.claim_id,
+            "claim": f.claim_text,
+            "section": f.section,
+            "change": f.change,
+            "locationBasis": f.location_basis,
+            "evidence": [
+                {"source": e.source_id, "sourceVersion": e.source_version, "date": _date(e.source_date),
+                 "authority": e.authority, "sentence": e.sentence}
+                for e in f.evidence
+            ],
+        },
+    }
+    if f.kind != "removed" and f.change:
+        result["baselineState"] = "new"
+    if f.fix is not None and f.fix.region is not None:
+        result["fixes"] = [{
+            "description": {"text": f'Replace "{f.fix.old_text}" with "{f.fix.new_text}" (kbaudit edit {f.fix.edit_id}, {f.fix.status})'},
+            "artifactChanges": [{
+                "artifactLocation": _artifact(f),
+                "replacements": [{"deletedRegion": _region(f.fix.region), "insertedContent": {"text": f.fix.new_text}}],
+            }],
+        }]
+    return result
+
+
+def _base_ids(findings: Findings) -> tuple[dict, list[dict]]:
+    repo = findings.repository
+    if repo is not None:
+        base = {"SRCROOT": {"uri": Path(repo["root"]).as_uri() + "/"},
+                "KBROOT": {"uri": findings.kb_prefix, "uriBaseId": "SRCROOT"} if findings.kb_prefix else {"uri": "./", "uriBaseId": "SRCROOT"}}
+        provenance = []
+        if repo.get("revision"):
+            item = {"repositoryUri": repo.get("remote") or Path(repo["root"]).as_uri(), "revisionId": repo["revision"],
+                    "mappedTo": {"uriBaseId": "SRCROOT"}}
+            if repo.get("branch"):
+                item["branch"] = repo["branch"]
+            provenance.append(item)
+        return base, provenance
+    if findings.docs_root is not None:
+        return {"KBROOT": {"uri": findings.docs_root.resolve().as_uri() + "/"}}, []
+    return {}, []
+
+
+def to_sarif(findings: Findings) -> dict:
+    rules = [
+        {
+            "id": kind,
+            "name": RULES[kind].name,
+            "shortDescription": {"text": RULES[kind].short},
+            "fullDescription": {"text": RULES[kind].help},
+            "help": {"text": RULES[kind].help, "markdown": f"**{RULES[kind].short}**\n\n{RULES[kind].help}"},
+            "defaultConfiguration": {"level": "error" if kind == "contradicted" else "warning" if kind in ("stale", "ungrounded-tool-claim") else "note"},
+            "properties": {"tags": ["documentation", "fact-check"]},
+        }
+        for kind in KINDS
+    ]
+    base_ids, provenance = _base_ids(findings)
+    run: dict = {
+        "tool": {"driver": {"name": "kbaudit", "informationUri": TOOL_URI, "semanticVersion": _version(), "rules": rules}},
+        "automationDetails": {"id": f"kbaudit/{findings.run_id}"},
+        "columnKind": "unicodeCodePoints",
+        "results": [_result(f, findings) for f in findings.findings],
+        "properties": {"summary": findings.summary(), "failOn": list(findings.fail_on)},
+    }
+    if base_ids:
+        run["originalUriBaseIds"] = base_ids
+    if provenance:
+        run["versionControlProvenance"] = provenance
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def render(findings: Findings) -> str:
+    return json.dumps(to_sarif(findings), indent=2, ensure_ascii=False) + "\n"
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("kbaudit")
+    except Exception:
+        return "0.1.0"
