@@ -27,6 +27,7 @@ in every run that still finds the same problem.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import hashlib
 import json
 import re
@@ -196,6 +197,29 @@ def region_of(text: str, start: int, end: int) -> Region:
     return Region(l1, c1, l2, c2)
 
 
+def order_evidence(rows: list[dict], cited: list[str], deciding: str | None, label: str) -> list[dict]:
+    """The evidence to show, deciding passage first, one row per (source version, sentence).
+
+    First the passage whose sentence the verdict names (the newest such), or for a stale claim
+    the newest version of that passage's source (what the page should say now); then the
+    passages the verdict cites, in its order; then the rest by rank."""
+    order = {eid: i for i, eid in enumerate(cited)}
+    base = sorted(rows, key=lambda e: (order.get(e["evidence_id"], len(order)), e["rank"]))
+    newest = lambda e: e["source_date"] or dt.date.min  # noqa: E731
+    deciding = (deciding or "").strip()
+    first = [e for e in base if deciding and (e["sentence"] or "").strip() == deciding]
+    if first and label == "stale":
+        first = [e for e in base if e["source_id"] == first[0]["source_id"]]
+    first = sorted(first, key=newest, reverse=True)[:1]
+    out, seen = [], set()
+    for e in first + base:
+        key = (e["source_id"], e["source_version"], (e["sentence"] or "").strip())
+        if key not in seen:  # two passages of one source often align the same sentence
+            seen.add(key)
+            out.append(e)
+    return out
+
+
 def _decode(raw: bytes) -> str | None:
     try:
         text = raw.decode("utf-8")
@@ -328,13 +352,7 @@ def load(store: Store, run_id: str | None = None, fail_on: tuple[str, ...] = ())
         if ed is not None:
             edit_region, _ = _locate(texts, ed["doc_id"], ed["base_version"], ed["start"], ed["end"], ed["old_text"])
             fix = Fix(ed["edit_id"], ed["status"], ed["risk"], ed["old_text"], ed["new_text"], edit_region)
-        order = {eid: i for i, eid in enumerate(c.get("evidence_ids") or [])}
-        ranked, seen = [], set()
-        for e in sorted(evidence.get(c["claim_id"], []), key=lambda e: (order.get(e["evidence_id"], len(order)), e["rank"])):
-            key = (e["source_id"], e["source_version"], (e["sentence"] or "").strip())
-            if key not in seen:  # two passages of one source often align the same sentence
-                seen.add(key)
-                ranked.append(e)
+        ranked = order_evidence(evidence.get(c["claim_id"], []), c.get("evidence_ids") or [], c.get("evidence_sentence"), label)
         findings.append(Finding(
             kind=kind, label=label, level=level_for(kind, label, fail_on), doc_id=c["doc_id"], title=doc.get("title"),
             owner=doc.get("owner"), owner_source=doc.get("owner_source"), claim_id=c["claim_id"], claim_text=c["text"],
