@@ -159,7 +159,8 @@ class Finding:
             parts.append(f"Why: {self.rationale}")
         if self.evidence:
             e = self.evidence[0]
-            parts.append(f'Evidence: {e.source_id} ({_date(e.source_date)}): "{e.sentence.strip()}"')
+            rev = f", rev {e.source_version[:8]}" if e.source_version else ""
+            parts.append(f'Evidence: {e.source_id} ({_date(e.source_date)}{rev}): "{e.sentence.strip()}"')
         if self.fix is not None:
             parts.append(f'Proposed edit ({self.fix.status}): "{self.fix.old_text}" -> "{self.fix.new_text}"')
         if self.owner:

@@ -117,7 +117,8 @@ def test_sarif_regions_point_at_the_claims_span_and_the_fix_applies(demo):
         assert cut(text, loc["region"]) == text[start:end], result["message"]["text"]
         assert result["properties"]["locationBasis"] == "kb_file"
         evidence = result["properties"]["evidence"]
-        assert evidence and f"Evidence: {evidence[0]['source']} ({evidence[0]['date']})" in result["message"]["text"]
+        first = evidence[0]
+        assert f"Evidence: {first['source']} ({first['date']}, rev {first['sourceVersion'][:8]}): \"{first['sentence'].strip()}\"" in result["message"]["text"]
         for fix in result.get("fixes", []):
             (change,) = fix["artifactChanges"]
             (rep,) = change["replacements"]
