@@ -19,6 +19,7 @@ from prefect.deployments import run_deployment
 from flows.dask_verify import remote_verification, task_runner_for, with_task_runner
 from kb.chain import merge_counts, run_audit, runs_row
 from kb.config import Settings
+from kb.errors import ConfigError
 from kb.correct.review import writable_root
 from kb.log import logger
 from kb.store import Store, new_run_id
@@ -125,6 +126,8 @@ def audit_sharded(settings: Settings | dict, shards: int = 2, deployment: str | 
     deployment on the work pool's workers; without it, the shards run here one after another.
     """
     settings = _as_settings(settings)
+    if settings.changed_since:
+        raise ConfigError("--changed-since audits a few documents in one process; it does not take --shards")
     with _locked_run(settings) as store:
         run_id = run_id or new_run_id()
         started_at = dt.datetime.now(dt.UTC)

@@ -20,6 +20,7 @@ from kb.config import load_settings
 from kb.errors import ConfigError, KbauditError, StoreError, UsageError
 from kb.store import Store
 from kb.training import train
+from kb.ingest.git import open_kb_repo
 
 # Command groups that live in their own modules; each has `register(subparsers)`.
 COMMAND_MODULES: tuple[str, ...] = ("flows.report_cli", "flows.review_cli", "flows.serve")
@@ -32,6 +33,7 @@ BENCHES = {
     "drift": "kb.bench.drift",
     "speed": "kb.bench.speed",
     "deep": "kb.bench.deep",
+    "pr": "kb.bench.pr",
 }
 
 
@@ -40,6 +42,10 @@ def cmd_run(args) -> int:
     flags = {**flag_values(args), "docs": args.docs}
     settings = load_settings(flags).validate()
     fmt = chosen_format(args)  # a bad --format / --output combination: exit 2 before the run
+    if settings.changed_since:  # a bad revision or folder: one line before any flow starts
+        open_kb_repo(settings.docs_root, "--changed-since").resolve(settings.changed_since)
+        if args.shards and args.shards > 1:
+            raise ConfigError("--changed-since audits a few documents in one process; it does not take --shards")
 
     from flows.audit import audit, audit_sharded, with_task_runner  # why: Prefect (~2 s) only for `run`, not every command
 

@@ -25,7 +25,8 @@ def settings_flags(parser: argparse.ArgumentParser, only: Iterable[str] | None =
         if "flag" not in extra or (wanted is not None and name not in wanted):
             continue
         flag = str(extra["flag"] or "--" + name.replace("_", "-"))
-        parser.add_argument(flag, dest=name, action=str(extra.get("action", "store")), default=None, help=info.description)
+        options = {"metavar": extra["metavar"]} if "metavar" in extra else {}
+        parser.add_argument(flag, dest=name, action=str(extra.get("action", "store")), default=None, help=info.description, **options)
         names.append(name)
     parser.set_defaults(setting_flags=names)
     return names

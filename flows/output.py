@@ -28,6 +28,7 @@ def format_summary(row: dict) -> str:
         f"{'label':<14}{'claims':>7}",
         *[f"{label:<14}{int(row[label]):>7}" for label in LABELS],
         "",
+        *_scope_lines(row),
         f"verdicts reused: {row['reused']} of {row['checkworthy']}" + _reasons(row.get("redo_reasons")),
         f"edits drafted: {row['edits']}",
         *[f"note: {note}" for note in json.loads(row.get("notes") or "[]")],
@@ -94,3 +95,13 @@ def write_output(path: str, text: str) -> None:
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(text, "utf-8")
     os.replace(tmp, target)
+def _scope_lines(row: dict) -> list[str]:
+    """A --changed-since run: which documents it audited and which were deleted."""
+    if row.get("scope") != "changed":
+        return []
+    audited, deleted = list(row.get("documents_audited") or []), list(row.get("documents_deleted") or [])
+    return [
+        f"changed since {row.get('changed_since')}: {len(audited)} document(s) audited" + (f": {', '.join(audited)}" if audited else ""),
+        f"deleted since {row.get('changed_since')}: {', '.join(deleted) if deleted else 'none'}",
+        "",
+    ]

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import sys
 from contextlib import contextmanager
+from pathlib import Path
 
 from flows.output import print_json
 from flows.report_cli import OUT_HELP, with_pd_options
@@ -94,7 +96,48 @@ def cmd_import(args) -> int:
     return 0
 
 
+def _git_change(args) -> int:
+    """--patch FILE / --branch NAME: the accepted edits as a diff or a commit (kb.correct.git)."""
+    from kb.correct import git as gitfix
+    from kb.correct.review import write_atomic
+
+    store = _store(args)
+    if args.patch is not None:
+        text, change = gitfix.patch(store, args.docs)
+        if text and args.patch == "-":
+            print(text, end="")
+        elif text:
+            target = Path(args.patch).resolve()
+            if not target.parent.is_dir():
+                raise ConfigError(f"cannot write the patch: folder {target.parent} does not exist")
+            write_atomic(target, text.encode("utf-8"))
+    else:
+        change = gitfix.branch(store, args.branch, args.docs)
+    if args.json:
+        print(json.dumps({"edits": change.edits, "commit": change.commit, "branch": args.branch, "patch": args.patch,
+                          "outcomes": [{k: v for k, v in o.__dict__.items() if k != "diff"} for o in change.outcomes]},
+                         indent=2, default=str), file=sys.stderr if args.patch == "-" else sys.stdout)
+        return 0
+    report = sys.stderr if args.patch == "-" else sys.stdout  # keep stdout a clean patch
+    for o in change.outcomes:
+        if o.status == "conflicted":
+            print(f"{'conflicted':<20}{o.doc_id}  {len(o.edit_ids)} edit(s)  {o.reason} (left out)", file=report)
+    if not change.files:
+        print("nothing to apply" + ("; no patch written" if args.patch is not None else "; no branch created"), file=report)
+    elif args.patch is not None:
+        where = "to stdout" if args.patch == "-" else f"to {args.patch}"
+        print(f"wrote {change.edits} edit(s) in {len(change.files)} file(s) {where} (git apply it; no KB file was changed)", file=report)
+    else:
+        print(f"committed {change.edits} edit(s) in {len(change.files)} file(s) on new branch {args.branch} "
+              f"({change.commit[:12]}); the work tree and the checked-out branch are unchanged", file=report)
+    return 0
+
+
 def cmd_apply(args) -> int:
+    if args.patch is not None or args.branch is not None:
+        if args.dry_run:
+            raise ConfigError("--dry-run does not go with --patch or --branch (neither writes a KB file)")
+        return _git_change(args)
     if args.dry_run:
         outcomes = review.apply_edits(_store(args), args.docs, dry_run=True, actor=args.reviewer)
     else:
@@ -156,6 +199,10 @@ def register(sub) -> None:
     p = command("apply", cmd_apply, "write approved and auto-accepted edits to the KB files", decides=True)
     p.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
     p.add_argument("--docs", help="the KB folder (default: the newest run's)")
+    git = p.add_mutually_exclusive_group()
+    git.add_argument("--patch", metavar="FILE", help="write the edits as one unified diff for `git apply` (- for stdout); no KB file is changed")
+    git.add_argument("--branch", metavar="NAME", help="commit the edits on a new git branch NAME of the KB's repository, "
+                     "based on HEAD; the work tree and the checked-out branch are not changed")
     p.add_argument("--json", action="store_true")
 
     p = command("serve", cmd_serve, "the review queue in the browser (a local web app)", decides=True)

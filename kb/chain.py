@@ -34,7 +34,8 @@ from kb.evidence.embed import Embedder
 from kb.evidence.receipts import canonical_rows, sign_batch
 from kb.evidence.retrieve import Retriever
 from kb.evidence.sources import load_sources
-from kb.ingest.walk import ingest, shard_of
+from kb.ingest.git import changed_documents
+from kb.ingest.walk import DOC_SUFFIXES, _ignore_spec, ingest, shard_of
 from kb.log import logger
 from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, SourceDoc, Verdict
 from kb.store import Store
@@ -64,6 +65,8 @@ class AuditResult:
     lessons: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     counts: dict = field(default_factory=dict)  # the staged counts (run_counts), when a store was given
+    corpus: str = ""  # corpus_fingerprint of the sources read
+    scope: "RunScope | None" = None  # a --changed-since run's selection; None: every document
 
     def label_counts(self) -> dict[str, int]:
         counts = Counter(v.label for v in self.verdicts)
@@ -130,10 +133,147 @@ class Caches:
         return [found[k] for k in keys], set(missing)
 
 
-def ingest_stage(settings: Settings, shard: tuple[int, int] = (0, 1)) -> tuple[list[Document], list[IngestError]]:
+def ingest_stage(
+    settings: Settings, shard: tuple[int, int] = (0, 1), scope: "RunScope | None" = None
+) -> tuple[list[Document], list[IngestError]]:
+    """The KB's documents (of one shard; with a scope, only the documents it selects: the rest
+    are not even read)."""
     shard_index, shard_count = shard
-    select = None if shard_count == 1 else (lambda doc_id: shard_of(doc_id, shard_count) == shard_index)
+    selected = scope.selected if scope is not None else None
+    if shard_count == 1 and selected is None:
+        return ingest(settings.docs_root, settings.max_doc_bytes)
+
+    def select(doc_id: str) -> bool:
+        return (shard_count == 1 or shard_of(doc_id, shard_count) == shard_index) and (selected is None or doc_id in selected)
+
     return ingest(settings.docs_root, settings.max_doc_bytes, select=select)
+
+
+# ---- PR mode: the documents a --changed-since run audits --------------------------------
+@dataclass
+class RunScope:
+    """What `kbaudit run DOCS --changed-since REV` audits: the KB files changed since REV (from
+    git), plus the documents of claims whose evidence changed in the sources since the store's
+    last full run."""
+
+    rev: str
+    commit: str
+    changed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    renamed: dict[str, str] = field(default_factory=dict)
+    evidence_changed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def selected(self) -> set[str]:
+        return set(self.changed) | set(self.evidence_changed)
+
+    def run_fields(self, documents: list[Document]) -> dict:
+        """The runs row's scope columns."""
+        return {
+            "scope": "changed",
+            "changed_since": self.rev,
+            "documents_audited": sorted(d.doc_id for d in documents),
+            "documents_deleted": list(self.deleted),
+        }
+
+
+def _is_kb_file(root: Path, doc_id: str) -> bool:
+    """Whether a path the git diff names is one that ingest would read (type, hidden, ignored)."""
+    parts = doc_id.split("/")
+    if any(part.startswith(".") for part in parts) or Path(doc_id).suffix.lower() not in DOC_SUFFIXES:
+        return False
+    spec = _ignore_spec(Path(root).resolve())
+    return spec is None or not spec.match_file(doc_id)
+
+
+def last_full_run(store: Store | None) -> dict | None:
+    """run_id and corpus fingerprint of the store's newest full run (None: no store or none yet)."""
+    if store is None or not store.run_ids():
+        return None
+    frame = store.query("SELECT run_id, corpus FROM full_runs ORDER BY run_id DESC LIMIT 1")
+    if frame.empty:
+        return None
+    corpus = frame.corpus.iloc[0] if "corpus" in frame.columns else None
+    return {"run_id": frame.run_id.iloc[0], "corpus": None if corpus is None or corpus != corpus else str(corpus)}
+
+
+def _evidence_signature(items) -> frozenset:
+    return frozenset((e.passage_id, e.source_version, e.sentence, e.counterpart_of or "", e.section or "") for e in items)
+
+
+def _stored_claims(store: Store, run_id: str, skip_docs: set[str]) -> list[Claim]:
+    frame = store.query("SELECT * FROM claims_history WHERE run_id = ? AND checkworthy", [run_id])
+    names = [f.name for f in dataclasses.fields(Claim) if f.name in frame.columns]
+    claims = []
+    for row in frame[names].astype(object).where(frame[names].notna(), None).to_dict(orient="records"):
+        if row["doc_id"] in skip_docs:
+            continue
+        requirements = row.get("requirements")
+        row["requirements"] = tuple(requirements) if requirements is not None else ()
+        if row.get("freshness_days") is not None:
+            row["freshness_days"] = int(row["freshness_days"])
+        claims.append(Claim(**row))
+    return claims
+
+
+def evidence_changed_docs(
+    store: Store, run_id: str, sources: list[SourceDoc], settings: Settings, caches: Caches, cache_dir: Path | None, skip_docs: set[str]
+) -> list[str]:
+    """Documents (other than `skip_docs`) with a claim whose evidence, retrieved from the current
+    sources, differs from what the full run `run_id` found for it: a source changed, was removed,
+    or a new passage now ranks among the claim's top k.
+
+    The claims come from the store (their documents are not read); the searches land in the
+    evidence cache, so the audit of those documents reuses them."""
+    claims = _stored_claims(store, run_id, skip_docs)
+    if not claims:
+        return []
+    evidence, _ = retrieve_stage(sources, claims, settings, caches, cache_dir)
+    before: dict[str, list] = {}
+    frame = store.query(
+        "SELECT claim_id, passage_id, source_version, sentence, counterpart_of, section FROM evidence WHERE run_id = ?", [run_id]
+    )
+    for row in frame.astype(object).where(frame.notna(), None).itertuples(index=False):
+        before.setdefault(row.claim_id, []).append(row)
+    return sorted({
+        c.doc_id for c in claims if _evidence_signature(evidence.get(c.claim_id, [])) != _evidence_signature(before.get(c.claim_id, []))
+    })
+
+
+def changed_scope(
+    settings: Settings, store: Store | None, sources: list[SourceDoc], caches: Caches | None = None, cache_dir: Path | None = None
+) -> RunScope:
+    """The documents a `--changed-since` run audits (see RunScope)."""
+    caches = caches or Caches.at(None)
+    changes = changed_documents(settings.docs_root, settings.changed_since)
+    root = settings.docs_root
+    scope = RunScope(
+        rev=changes.rev,
+        commit=changes.commit,
+        changed=[d for d in changes.changed if _is_kb_file(root, d)],
+        deleted=[d for d in changes.deleted if _is_kb_file(root, d)],
+        renamed={new: old for new, old in changes.renamed.items() if _is_kb_file(root, new)},
+    )
+    scope.notes.append(
+        f"changed since {changes.rev} ({changes.commit[:12]}): {len(scope.changed)} document(s) changed, {len(scope.deleted)} deleted"
+        + "".join(f"; renamed {old} -> {new}" for new, old in sorted(scope.renamed.items()))
+    )
+    prior = last_full_run(store)
+    if prior is None:
+        scope.notes.append("no full run in the store: claims of unchanged documents were not checked for changed evidence")
+    elif prior["corpus"] != corpus_fingerprint(sources):
+        scope.evidence_changed = [
+            d for d in evidence_changed_docs(store, prior["run_id"], sources, settings, caches, cache_dir, set(scope.changed) | set(scope.deleted))
+            if (Path(root) / d).is_file()
+        ]
+        scope.notes.append(
+            f"sources changed since full run {prior['run_id']}: {len(scope.evidence_changed)} unchanged document(s) audited "
+            "for changed evidence" + (f" ({', '.join(scope.evidence_changed)})" if scope.evidence_changed else "")
+        )
+    return scope
+
+
 
 
 def split_stage(
@@ -289,6 +429,28 @@ def escalate_stage(
     return escalate([c for c in claims if c.checkworthy], evidence, verdicts, settings, settings.run_date, lessons)
 
 
+class CachedVerifier:
+    """The run's verifier behind the verdict cache, for re-verifying drafted corrections: a draft
+    is a claim with new text, so its verdict has a key of its own (`verdict_key`), and an
+    unchanged draft of an unchanged claim is not verified again on every run. Re-verifying the
+    drafts of every contradicted or stale claim was most of a warm run's time (bench pr)."""
+
+    def __init__(self, settings: Settings, caches: Caches):
+        self.settings, self.caches, self._verifier = settings, caches, None
+
+    def verify(self, claims: list[Claim], evidence: dict[str, list[Evidence]], today) -> list[Verdict]:
+        def compute(indexes: list[int]) -> list[Verdict]:
+            if self._verifier is None:
+                self._verifier = verifier_for(self.settings.model_path, self.settings.depth != "D0")
+            batch = [claims[i] for i in indexes]
+            found = {v.claim_id: v for v in self._verifier.verify(batch, {c.claim_id: evidence.get(c.claim_id, []) for c in batch}, today)}
+            return [found[c.claim_id] for c in batch]
+
+        keys = [key_of("draft", verdict_key(c, evidence.get(c.claim_id, []), self.settings)) for c in claims]
+        verdicts, _ = self.caches.lookup(self.caches.verdicts, keys, compute, batch_size=512)
+        return verdicts
+
+
 def correct_stage(
     documents: list[Document],
     claims: list[Claim],
@@ -296,9 +458,13 @@ def correct_stage(
     evidence: dict[str, list[Evidence]],
     settings: Settings,
     suppressed: dict[str, str] | None = None,
+    caches: Caches | None = None,
 ) -> list[DraftEdit]:
     """Draft, re-verify and risk-rate one edit per contradicted or stale claim (kb.correct.draft)."""
-    return draft_edits(documents, claims, verdicts, evidence, settings=settings, today=settings.run_date, suppressed=suppressed)
+    verifier = CachedVerifier(settings, caches) if caches is not None else None
+    return draft_edits(
+        documents, claims, verdicts, evidence, settings=settings, verifier=verifier, today=settings.run_date, suppressed=suppressed
+    )
 
 
 def status_stage(documents: list[Document], claims: list[Claim], verdicts: list[Verdict]) -> dict[str, tuple[str, float, dict]]:
@@ -404,8 +570,14 @@ def run_audit(
     previous = previous_claim_ids(store)
     result = AuditResult()
 
+    sources, source_errors = runner("load-sources", sources_stage, settings)
+    if settings.changed_since and documents is None:  # PR mode: only what changed (RunScope)
+        result.scope = runner("changed-scope", changed_scope, settings, store, sources, caches, cache_dir)
+        for note in result.scope.notes:
+            logger.info("%s%s", tag, note)
+    result.corpus = corpus_fingerprint(sources)
     if documents is None:
-        result.documents, result.errors = runner("ingest", ingest_stage, settings, shard)
+        result.documents, result.errors = runner("ingest", ingest_stage, settings, shard, result.scope)
     else:
         result.documents = list(documents)
     logger.info("%s[1/6] ingest: %d documents, %d errors", tag, len(result.documents), len(result.errors))
@@ -417,7 +589,6 @@ def run_audit(
         result.claims = [c for c in result.claims if keep_claim(c)]
     logger.info("%s[2/6] claims: %d (%d check-worthy)", tag, len(result.claims), sum(c.checkworthy for c in result.claims))
 
-    sources, source_errors = runner("load-sources", sources_stage, settings)
     if shard_index == 0:  # every shard reads every source; one reports their errors
         result.errors += source_errors
     result.evidence, receipt, searches_reused = runner(
@@ -443,7 +614,9 @@ def run_audit(
         logger.info("%s%s", tag, note)
 
     suppressed = rejected_proposals(store) if store is not None and store.run_ids() else {}
-    result.edits = runner("correct", correct_stage, result.documents, result.claims, result.verdicts, result.evidence, settings, suppressed)
+    result.edits = runner(
+        "correct", correct_stage, result.documents, result.claims, result.verdicts, result.evidence, settings, suppressed, caches
+    )
     result.doc_status = runner("document-status", status_stage, result.documents, result.claims, result.verdicts)
     logger.info("%s[5/6] corrections: %s", tag, dict(Counter(e.status for e in result.edits)) or "none needed")
     result.seconds = time.perf_counter() - clock
@@ -501,9 +674,11 @@ def run_counts(result: AuditResult) -> dict:
         "edits": sum(1 for e in result.edits if e.status in PROPOSED),
         "calls": esc.cost.calls if esc else 0,
         "tokens": (esc.cost.tokens_in + esc.cost.tokens_out) if esc else 0,
-        "notes": list(esc.summary_notes) if esc else [],
+        "notes": (result.scope.notes if result.scope else []) + (list(esc.summary_notes) if esc else []),
         "redo_reasons": dict(result.redo_reasons),
         "seconds": result.seconds,
+        "corpus": result.corpus,
+        "scope": result.scope.run_fields(result.documents) if result.scope else {"scope": "full"},
     }
 
 
@@ -516,6 +691,8 @@ def merge_counts(parts: list[dict]) -> dict:
     merged["redo_reasons"] = reasons
     merged["notes"] = [note for part in parts for note in part.get("notes", [])]
     merged["seconds"] = max((float(p.get("seconds", 0.0)) for p in parts), default=0.0)
+    merged["corpus"] = next((p["corpus"] for p in parts if p.get("corpus")), "")  # every shard reads every source
+    merged["scope"] = {"scope": "full"}  # sharded runs audit every document
     return merged
 
 
@@ -533,6 +710,8 @@ def runs_row(counts: dict, settings: Settings, started_at: dt.datetime, seconds:
         "redo_reasons": json.dumps(counts.get("redo_reasons", {}), sort_keys=True),
         "notes": json.dumps(counts.get("notes", [])),
         "seconds": seconds,
+        "corpus": counts.get("corpus") or None,
+        **counts.get("scope", {"scope": "full"}),
     }
 
 

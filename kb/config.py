@@ -263,6 +263,14 @@ class Settings(Section):
     )
     dask_workers: int = Field(default=2, **_flag("worker processes of the local dask cluster (default 2)"))
     fail_on: tuple[str, ...] = Field(default=(), **_flag("comma-separated labels that make the exit status 1"))
+    changed_since: str | None = Field(
+        default=None,
+        **_flag(
+            "PR mode: audit only the KB files changed since git revision REV (work tree included), plus, with a "
+            "warm store, the documents whose evidence changed in the sources (docs/ci.md)",
+            metavar="REV",
+        ),
+    )
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: str | None = Field(default=None, repr=False, exclude=True)  # environment only, never serialised
@@ -346,6 +354,12 @@ class Settings(Section):
             )
         if self.dask_workers < 1:
             raise ConfigError("dask_workers must be at least 1")
+        if self.changed_since is not None:
+            self.changed_since = self.changed_since.strip()
+            if not self.changed_since:
+                raise ConfigError("--changed-since needs a git revision (a branch, tag or commit)")
+            if self.docs is None:
+                raise ConfigError("--changed-since needs DOCS: a KB folder inside a git work tree (the bundled demo is not one)")
         bad = [label for label in self.fail_on if label not in LABELS]
         if bad:
             raise ConfigError(f"--fail-on takes labels from {', '.join(LABELS)}; got {', '.join(bad)}")

@@ -66,7 +66,8 @@ def resolve_run(store: Store, run_id: str | None) -> str:
 
 
 def previous_run(store: Store, run_id: str) -> str | None:
-    found = rows(store, "SELECT max(run_id) AS prev FROM runs WHERE run_id < ?", [run_id])
+    # The full run before it: a --changed-since run is compared with the KB's last full audit.
+    found = rows(store, "SELECT max(run_id) AS prev FROM full_runs WHERE run_id < ?", [run_id])
     return found[0]["prev"] if found else None
 
 

@@ -390,13 +390,20 @@ def _edit(row) -> Edit:
     )
 
 
-def _candidates(store: Store) -> tuple[pd.DataFrame, dict[str, str]]:
-    """Accepted edits of the newest run, plus edits an interrupted apply left `applying`
-    (with the version that apply was about to write)."""
+def candidates(store: Store) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Accepted edits of the newest run that audited each document (the newest full run, or a
+    `--changed-since` run after it), plus edits an interrupted apply left `applying` (with the
+    version that apply was about to write)."""
     frame = _query(
         store,
-        "SELECT * FROM edit_state WHERE (state IN ('auto', 'approved') AND run_id = (SELECT max(run_id) FROM runs)) "
-        "OR state = 'applying' ORDER BY doc_id, start",
+        """WITH audited AS (
+               SELECT doc_id, max(run_id) AS run_id FROM documents_history
+               WHERE run_id >= coalesce((SELECT max(run_id) FROM full_runs), '') GROUP BY doc_id)
+           SELECT s.* FROM edit_state s
+           WHERE (s.state IN ('auto', 'approved')
+                  AND EXISTS (SELECT 1 FROM audited a WHERE a.doc_id = s.doc_id AND a.run_id = s.run_id))
+              OR s.state = 'applying'
+           ORDER BY s.doc_id, s.start""",
     )
     targets = dict(
         _query(
@@ -412,15 +419,20 @@ def _event(edit_id: str, doc_id: str, status: str, base: str | None, version: st
     return {"edit_id": edit_id, "doc_id": doc_id, "status": status, "base_version": base, "version_id": version, "actor": actor, "note": note, "event_at": at}
 
 
-def _plan(root: Path, doc_id: str, rows: list, targets: dict[str, str]) -> tuple[ApplyOutcome, list[tuple[Edit, str]], bytes | None]:
-    """What apply would do to one document: (outcome, [(edit, conflict reason)], new bytes or None)."""
+def _plan(
+    root: Path, doc_id: str, rows: list, targets: dict[str, str], read=None
+) -> tuple[ApplyOutcome, list[tuple[Edit, str]], bytes | None]:
+    """What apply would do to one document: (outcome, [(edit, conflict reason)], new bytes or None).
+
+    `read(doc_id) -> bytes` gives the document's current bytes (default: the file under root;
+    `--branch` reads HEAD's blob)."""
     path = (root / doc_id).resolve()
     outcome = ApplyOutcome(doc_id=doc_id, path=str(path), status="conflicted")
     edits = [_edit(r) for r in rows]
     if not path.is_relative_to(root):
         return outcome, [(e, f"path {doc_id!r} leaves the KB folder") for e in edits], None
     try:
-        raw = path.read_bytes()
+        raw = read(doc_id) if read is not None else path.read_bytes()
     except OSError as exc:
         return outcome, [(e, f"cannot read {path}: {exc.strerror or exc}") for e in edits], None
     current = content_hash(raw)
@@ -460,28 +472,33 @@ def _remove_leftovers(root: Path) -> None:
             tmp.unlink()
 
 
+def newest_docs_root(store: Store) -> str:
+    return str(_query(store, "SELECT docs_root FROM runs ORDER BY run_id DESC LIMIT 1").docs_root.iloc[0])
+
+
+def plan_edits(store: Store, root: Path, read=None) -> tuple[list[tuple[ApplyOutcome, list, bytes | None]], list[ApplyOutcome]]:
+    """What apply would write, without writing: the per-document plans (outcome, conflicts, new
+    bytes or None) and the outcomes to report (`would_apply`, `recovered`, `conflicted` with its
+    reason). `read` as for `_plan`."""
+    frame, targets = candidates(store)
+    by_doc: dict[str, list] = {}
+    for row in frame.itertuples(index=False):
+        by_doc.setdefault(row.doc_id, []).append(row)  # pyright: ignore[reportAttributeAccessIssue]  # pandas-stubs: itertuples() rows typed as plain tuples
+    plans = [_plan(root, doc_id, by_doc[doc_id], targets, read) for doc_id in sorted(by_doc)]
+    outcomes = [p[0] for p in plans]
+    for outcome, conflicts, _ in plans:
+        for edit, reason in conflicts:
+            outcomes.append(ApplyOutcome(edit.doc_id, outcome.path, "conflicted", [edit.edit_id], outcome.version_before, None, "", reason))
+    return plans, [o for o in outcomes if o.edit_ids]
+
+
 def apply_edits(
     store: Store, docs_root: str | Path | None = None, *, dry_run: bool = False, actor: str | None = None
 ) -> list[ApplyOutcome]:
     """Write the accepted edits (auto-accepted and approved) of the newest run to the KB files."""
     actor = actor or default_reviewer()
-    if docs_root is None:
-        docs_root = str(_query(store, "SELECT docs_root FROM runs ORDER BY run_id DESC LIMIT 1").docs_root.iloc[0])
-    root = writable_root(Path(docs_root))
-    frame, targets = _candidates(store)
-    by_doc: dict[str, list] = {}
-    for row in frame.itertuples(index=False):
-        by_doc.setdefault(row.doc_id, []).append(row)  # pyright: ignore[reportAttributeAccessIssue]  # pandas-stubs: itertuples() rows typed as plain tuples
-
-    plans = []
-    for doc_id in sorted(by_doc):
-        outcome, conflicts, new_raw = _plan(root, doc_id, by_doc[doc_id], targets)
-        plans.append((outcome, conflicts, new_raw))
-    outcomes = [p[0] for p in plans]
-    for outcome, conflicts, _ in plans:
-        for edit, reason in conflicts:
-            outcomes.append(ApplyOutcome(edit.doc_id, outcome.path, "conflicted", [edit.edit_id], outcome.version_before, None, "", reason))
-    outcomes = [o for o in outcomes if o.edit_ids]
+    root = writable_root(Path(docs_root if docs_root is not None else newest_docs_root(store)))
+    plans, outcomes = plan_edits(store, root)
     if dry_run:
         return outcomes
 

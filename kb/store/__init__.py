@@ -289,7 +289,7 @@ class Store:
         """(Re)create the DuckDB views; paths are absolute so the file works from any folder."""
         if self.run_ids():
             self._schema_files()
-        statements = view_sql(self._glob) if self.run_ids() else []
+        statements = view_sql(self._glob, self._runs_have_scope()) if self.run_ids() else []
         con = duckdb.connect(str(self.root / DB_FILE))
         try:
             for statement in statements:
@@ -297,6 +297,16 @@ class Store:
         finally:
             con.close()
         logger.debug("refreshed views in %s", self.root / DB_FILE)
+
+    def _runs_have_scope(self) -> bool:
+        """Whether some runs file has the `scope` column (a store written by an older kbaudit has none)."""
+        glob = self._glob("runs").replace("'", "''")
+        con = duckdb.connect()
+        try:
+            found = con.execute(f"SELECT count(*) FROM parquet_schema('{glob}') WHERE name = 'scope'").fetchone()
+        finally:
+            con.close()
+        return bool(found and found[0])
 
     def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
         con = self.connect(read_only=True)

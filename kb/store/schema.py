@@ -39,6 +39,13 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("calls", pa.int64()),
             ("tokens", pa.int64()),
             ("seconds", pa.float64()),
+            # "full" (every document) or "changed" (kbaudit run --changed-since: docs/ci.md); the
+            # views that show the KB's current state read the newest full run only
+            ("scope", _STR),
+            ("changed_since", _STR),  # the revision a changed-scope run compared against
+            ("documents_audited", _STRS),  # changed scope: the doc ids it audited
+            ("documents_deleted", _STRS),  # changed scope: doc ids deleted since the revision
+            ("corpus", _STR),  # fingerprint of the source versions the run read
         ]
     ),
     "documents": pa.schema(

@@ -1,8 +1,9 @@
 """The DuckDB views that make up the store's published interface.
 
 `<table>` views show rows of completed runs only (a run is complete once its `runs` row
-exists). `claims` and `documents` show the current state (the newest run); the other tables
-keep every run's rows, with `run_id`.
+exists). `claims` and `documents` show the current state (the newest full run: a
+`--changed-since` run audits a few documents and must not make the KB look as if it shrank to
+them; `full_runs` lists the full ones); the other tables keep every run's rows, with `run_id`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ ADDED_COLUMNS: dict[str, dict[str, str]] = {
     "documents": {"owner_source": "VARCHAR", "review_interval_days": "BIGINT", "verified_until": "DATE",
                   "review_due": "DATE"},
 }
+LATEST_FULL_RUN = "(SELECT max(run_id) FROM full_runs)"
 
 
 def _read(glob: str, table: str = "") -> str:
@@ -31,9 +33,15 @@ def _read(glob: str, table: str = "") -> str:
     return f"(SELECT * FROM {scan} UNION ALL BY NAME SELECT {typed} WHERE false)"
 
 
-def view_sql(glob_for: Callable[[str], str]) -> list[str]:
-    statements = [f"CREATE OR REPLACE VIEW runs AS SELECT * FROM {_read(glob_for('runs'))}"]
-    latest = "(SELECT max(run_id) FROM runs)"
+def view_sql(glob_for: Callable[[str], str], runs_have_scope: bool = True) -> list[str]:
+    """`runs_have_scope`: False for a store whose runs were all written before the `scope` column
+    existed (every one of them is a full run)."""
+    statements = [
+        f"CREATE OR REPLACE VIEW runs AS SELECT * FROM {_read(glob_for('runs'))}",
+        "CREATE OR REPLACE VIEW full_runs AS SELECT * FROM runs"
+        + (" WHERE coalesce(scope, 'full') = 'full'" if runs_have_scope else ""),
+    ]
+    latest = LATEST_FULL_RUN
     for table in APPEND_ONLY:
         statements.append(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM {_read(glob_for(table))}")
     for table in RUN_TABLES:
@@ -58,7 +66,7 @@ def view_sql(glob_for: Callable[[str], str]) -> list[str]:
         """CREATE OR REPLACE VIEW review_queue AS
            SELECT e.*, d.owner, d.title
            FROM edits e LEFT JOIN documents d USING (doc_id)
-           WHERE e.status = 'queued' AND e.run_id = (SELECT max(run_id) FROM runs)""",
+           WHERE e.status = 'queued' AND e.run_id = (SELECT max(run_id) FROM full_runs)""",
     ]
     # Views that other stages publish (review workflow, reports) come after the base views.
     return statements + views_review.view_sql() + views_reports.view_sql()

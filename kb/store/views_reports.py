@@ -3,8 +3,9 @@
 Every statement only reads other views, so it sees completed runs only. Documented, with each
 query and its output on the demo store, in docs/reports.md.
 
-- ``label_trend``: claims per label for every run (one row per run, oldest first), with the
-  UTC date the run started (``night``) and its depth.
+- ``label_trend``: claims per label for every full run (one row per run, oldest first), with
+  the UTC date the run started (``night``) and its depth (``--changed-since`` runs audit a few
+  documents, so their counts are left out).
 - ``label_trend_nightly``: the same, keeping only the last run of each night.
 - ``claim_changes(run, previous)``: a table macro: what changed between two runs, one row per
   claim whose label moved into ``contradicted`` (``new_contradiction``), ``stale``
@@ -13,7 +14,7 @@ query and its output on the demo store, in docs/reports.md.
   (``fixed``: the sentence was corrected or removed). A claim's label "as of" a run is its
   newest verdict in that run or before it, so incremental runs that re-verify only a part of
   the KB compare correctly.
-- ``changes_since_previous``: ``claim_changes`` for the newest run against the one before it
+- ``changes_since_previous``: ``claim_changes`` for the newest full run against the full one before it
   (against nothing for a store with one run: every problem is new).
 - ``document_labels``: the newest run's documents with status, score and claims per label.
 - ``documents_by_status``: documents of the newest run counted by status and risk.
@@ -55,7 +56,7 @@ def view_sql() -> list[str]:
             SELECT r.run_id, CAST(timezone('UTC', r.started_at) AS DATE) AS night, r.depth,
                    {LABEL_COUNTS},
                    count(v.claim_id) AS verdicts
-            FROM runs r LEFT JOIN verdicts v ON v.run_id = r.run_id
+            FROM full_runs r LEFT JOIN verdicts v ON v.run_id = r.run_id
             GROUP BY r.run_id, r.started_at, r.depth
             ORDER BY r.run_id""",
         """CREATE OR REPLACE VIEW label_trend_nightly AS
@@ -80,8 +81,8 @@ def view_sql() -> list[str]:
             ORDER BY change, doc_id, claim_id""",
         """CREATE OR REPLACE VIEW changes_since_previous AS
             SELECT * FROM claim_changes(
-                (SELECT max(run_id) FROM runs),
-                (SELECT max(run_id) FROM runs WHERE run_id < (SELECT max(run_id) FROM runs)))""",
+                (SELECT max(run_id) FROM full_runs),
+                (SELECT max(run_id) FROM full_runs WHERE run_id < (SELECT max(run_id) FROM full_runs)))""",
         f"""CREATE OR REPLACE VIEW document_labels AS
             SELECT d.doc_id, d.title, d.owner, d.risk, d.status, d.score,
                    {LABEL_COUNTS},

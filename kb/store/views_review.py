@@ -6,7 +6,7 @@
   `state`, the newest step (a decision or an apply event overrides the draft status). `new_text`
   is the reviewer's text when an approval gave one (edit-then-approve; the newest such
   decision), else the drafted text, which stays in `drafted_text`.
-- `review_queue` (replaces the base view): edits of the newest run still waiting for a human
+- `review_queue` (replaces the base view): edits of the newest full run still waiting for a human
   (`queued`, or `needs_rewrite` with the evidence attached), with the document's owner and title.
 - `version_history`: document versions the runs accepted (`diffs`) and the files that apply
   wrote (`applied_versions`).
@@ -60,7 +60,7 @@ def view_sql() -> list[str]:
         """CREATE OR REPLACE VIEW review_queue AS
            SELECT s.*, d.owner, d.title
            FROM edit_state s LEFT JOIN documents_history d ON d.doc_id = s.doc_id AND d.run_id = s.run_id
-           WHERE s.state IN ('queued', 'needs_rewrite') AND s.run_id = (SELECT max(run_id) FROM runs)""",
+           WHERE s.state IN ('queued', 'needs_rewrite') AND s.run_id = (SELECT max(run_id) FROM full_runs)""",
         """CREATE OR REPLACE VIEW version_history AS
            SELECT 'run' AS origin, f.run_id, f.version_id, f.parent_version, f.doc_id, f.edit_ids,
                   f.unified_diff, f.score_before, f.score_after, NULL AS actor, r.finished_at AS happened_at
