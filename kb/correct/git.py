@@ -69,7 +69,7 @@ def describe(store: Store, edit_ids: list[str]) -> list[str]:
                   s.evidence_sentence, s.evidence_source, s.evidence_date, c.text AS claim_text,
                   (SELECT min_by(e.receipt_id, e.rank) FROM evidence e
                    WHERE e.run_id = s.run_id AND e.claim_id = s.claim_id
-                     AND (s.evidence_source IS NULL OR e.source_id = s.evidence_source)) AS receipt_id
+                     AND (s.evidence_source IS NULL OR e.source_id || '@' || e.source_version = s.evidence_source)) AS receipt_id
            FROM edit_state s
            LEFT JOIN claims_history c ON c.claim_id = s.claim_id AND c.run_id = s.run_id
            WHERE list_contains(?, s.edit_id)
