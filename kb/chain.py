@@ -191,7 +191,7 @@ def last_full_run(store: Store | None) -> dict | None:
     """run_id and corpus fingerprint of the store's newest full run (None: no store or none yet)."""
     if store is None or not store.run_ids():
         return None
-    frame = store.query("SELECT run_id, corpus FROM full_runs ORDER BY run_id DESC LIMIT 1")
+    frame = store.query("SELECT * FROM full_runs ORDER BY run_id DESC LIMIT 1")  # an older store's runs have no corpus
     if frame.empty:
         return None
     corpus = frame.corpus.iloc[0] if "corpus" in frame.columns else None

@@ -187,3 +187,25 @@ def test_bad_input_is_one_line_exit_2_and_the_store_is_unchanged(work, capsys, t
     lines = err.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], err
     assert Store(out).run_ids() == before
+
+
+def test_a_store_written_before_run_scopes_takes_a_pr_run(work, capsys):
+    """Runs files without the scope columns and views without `full_runs` (an older kbaudit's store)."""
+    import pyarrow.parquet as pq
+
+    repo, out = work
+    for path in (out / "runs").rglob("*.parquet"):
+        table = pq.read_table(path)
+        pq.write_table(table.drop_columns([c for c in ("scope", "changed_since", "documents_audited", "documents_deleted", "corpus")
+                                           if c in table.column_names]), path)
+    con = duckdb.connect(str(out / "kbaudit.duckdb"))
+    con.execute("DROP VIEW IF EXISTS full_runs")
+    con.close()
+    (repo / "docs" / "sla.md").write_text((repo / "docs" / "sla.md").read_text().replace("99.95%", "99.99%"))
+
+    code, row, err = run_json(capsys, *audit_args(repo, out, "--changed-since", "HEAD"))
+    assert code in (0, 1), err
+    # The old run has no corpus fingerprint: every other claim's evidence is compared, and none changed.
+    assert row["documents_audited"] == ["sla.md"]
+    assert sql(out, "SELECT count(*) FROM full_runs")[0][0] == 1
+    assert sql(out, "SELECT count(DISTINCT doc_id) FROM documents")[0][0] == 15

@@ -260,17 +260,19 @@ class Store:
 
     def _views_elsewhere(self, db: Path) -> bool:
         """True when the views read another folder's files: the store was copied or moved (a
-        restored backup), and its views still name the old, absolute paths."""
+        restored backup), and its views still name the old, absolute paths; or when they were
+        made by a kbaudit without the `full_runs` view that the current views build on."""
         try:
             con = duckdb.connect(str(db), read_only=True)
             try:
                 row = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'runs'").fetchone()
+                full = con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'full_runs'").fetchone()
             finally:
                 con.close()
         except duckdb.Error:
             return False
         here = str(self.root.resolve()).replace("'", "''")
-        return row is not None and f"'{here}/runs/" not in row[0]
+        return row is not None and (f"'{here}/runs/" not in row[0] or not full[0])
 
     def _schema_files(self) -> None:
         """An empty file with the current schema in each append-only table: every view has a file
