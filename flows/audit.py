@@ -19,8 +19,8 @@ from prefect.deployments import run_deployment
 from flows.dask_verify import remote_verification, task_runner_for, with_task_runner
 from kb.chain import merge_counts, run_audit, runs_row
 from kb.config import Settings
-from kb.errors import ConfigError
 from kb.correct.review import writable_root
+from kb.errors import ConfigError
 from kb.log import logger
 from kb.store import Store, new_run_id
 from kb.store import remote as kb_remote

@@ -18,9 +18,9 @@ from flows.options import flag_values, params_arguments, params_from, settings_f
 from flows.output import add_format_arguments, chosen_format, dumps_json, format_summary, print_json, render_findings, write_output
 from kb.config import load_settings
 from kb.errors import ConfigError, KbauditError, StoreError, UsageError
+from kb.ingest.git import open_kb_repo
 from kb.store import Store
 from kb.training import train
-from kb.ingest.git import open_kb_repo
 
 # Command groups that live in their own modules; each has `register(subparsers)`.
 COMMAND_MODULES: tuple[str, ...] = ("flows.report_cli", "flows.review_cli", "flows.serve")

@@ -11,7 +11,9 @@ from pathlib import Path
 from flows.output import print_json
 from flows.report_cli import OUT_HELP, with_pd_options
 from kb.config import ConfigError
+from kb.correct import git as gitfix
 from kb.correct import review
+from kb.correct.review import write_atomic
 from kb.records import RISKS
 from kb.store import Store
 from kb.store.remote import open_for_reading, resolve_out, writing
@@ -98,9 +100,6 @@ def cmd_import(args) -> int:
 
 def _git_change(args) -> int:
     """--patch FILE / --branch NAME: the accepted edits as a diff or a commit (kb.correct.git)."""
-    from kb.correct import git as gitfix
-    from kb.correct.review import write_atomic
-
     store = _store(args)
     if args.patch is not None:
         text, change = gitfix.patch(store, args.docs)

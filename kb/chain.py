@@ -66,7 +66,7 @@ class AuditResult:
     seconds: float = 0.0
     counts: dict = field(default_factory=dict)  # the staged counts (run_counts), when a store was given
     corpus: str = ""  # corpus_fingerprint of the sources read
-    scope: "RunScope | None" = None  # a --changed-since run's selection; None: every document
+    scope: RunScope | None = None  # a --changed-since run's selection; None: every document
 
     def label_counts(self) -> dict[str, int]:
         counts = Counter(v.label for v in self.verdicts)
@@ -134,7 +134,7 @@ class Caches:
 
 
 def ingest_stage(
-    settings: Settings, shard: tuple[int, int] = (0, 1), scope: "RunScope | None" = None
+    settings: Settings, shard: tuple[int, int] = (0, 1), scope: RunScope | None = None
 ) -> tuple[list[Document], list[IngestError]]:
     """The KB's documents (of one shard; with a scope, only the documents it selects: the rest
     are not even read)."""

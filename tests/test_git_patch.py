@@ -4,7 +4,6 @@ KB in a real git repository, checked with the real git CLI (`git apply`, `git st
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from pathlib import Path
 
@@ -131,7 +130,7 @@ def test_branch_commits_the_edits_and_leaves_the_work_tree_and_head_alone(work, 
         assert new_text in committed and old_text not in committed
     message = git(repo, "log", "-1", "--format=%B", "kbaudit/fixes")
     receipts = {r[0] for r in sql(out, "SELECT DISTINCT receipt_id FROM evidence")}
-    for edit_id, doc_id, old_text, new_text, _ in edits:
+    for edit_id, _doc_id, _old_text, new_text, _ in edits:
         assert edit_id in message and new_text in message
     assert "evidence:" in message and "dated 20" in message
     assert message.count("  receipt:  ") == len(edits) and "receipt:  (none)" not in message

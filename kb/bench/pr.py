@@ -15,12 +15,18 @@ Prefect's start-up, which is the same for both kinds of run), and each writes it
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
+import pygit2
 from pydantic import BaseModel, Field
+
+from kb.chain import run_audit, runs_row
+from kb.config import DEMO_ROOT, Settings
+from kb.store import Store, new_run_id
 
 DEMO_TODAY = dt.date(2026, 6, 1)
 CHANGED_PAGE = "sla.md"
@@ -35,10 +41,6 @@ class Params(BaseModel):
 
 def make_repo(folder: Path) -> Path:
     """The demo KB committed to a new repository at `folder` (docs/ and sources/)."""
-    import pygit2
-
-    from kb.config import DEMO_ROOT
-
     shutil.copytree(DEMO_ROOT / "docs", folder / "docs")
     shutil.copytree(DEMO_ROOT / "sources", folder / "sources")
     repo = pygit2.init_repository(str(folder), initial_head="main")
@@ -52,8 +54,6 @@ def make_repo(folder: Path) -> Path:
 
 def change_one_page(docs: Path) -> str:
     """Edit one number in one sentence of one page (as a PR would)."""
-    import re
-
     path = docs / CHANGED_PAGE
     text = path.read_text(encoding="utf-8")
     new, n = re.subn(r"\b(\d+(?:\.\d+)?)%", lambda m: f"{m.group(1)}1%", text, count=1)
@@ -64,10 +64,6 @@ def change_one_page(docs: Path) -> str:
 
 
 def run(args: Params) -> dict[str, float]:
-    from kb.chain import run_audit, runs_row
-    from kb.config import Settings
-    from kb.store import Store, new_run_id
-
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="kbaudit-pr-"))
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -78,7 +74,7 @@ def run(args: Params) -> dict[str, float]:
         settings = Settings(docs=docs, sources=[sources], out=out, depth=args.depth, today=DEMO_TODAY,
                             changed_since=changed_since).validate()
         store = Store(out)
-        started_at = dt.datetime.now(dt.timezone.utc)
+        started_at = dt.datetime.now(dt.UTC)
         clock = time.perf_counter()
         run_id = new_run_id()
         store.lock()

@@ -24,8 +24,8 @@ from pathlib import Path
 import pandas as pd
 
 from kb.correct import review
-from kb.ingest import git as gitkb
 from kb.errors import UsageError
+from kb.ingest import git as gitkb
 from kb.store import Store
 
 
