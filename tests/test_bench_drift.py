@@ -1,6 +1,11 @@
 """docsdrift scoring: which claims belong to a gold sentence."""
 
-from kb.bench.drift import match_gold
+import argparse
+
+import pytest
+
+from kb.bench.drift import match_gold, raw_kb, run
+from kb.errors import ConfigError
 from kb.records import Claim
 
 
@@ -20,3 +25,30 @@ def test_every_piece_of_a_sentence_wrapped_over_several_lines_is_scored():
     ]
     matched = match_gold(gold, {"crd.md": pieces})
     assert [lab for _, lab in matched] == ["supported", "supported", "stale"]
+
+
+def _project(root, name, kb_raw=False):
+    for sub in ("kb", "sources") + (("kb_raw",) if kb_raw else ()):
+        (root / name / sub).mkdir(parents=True)
+    return root / name
+
+
+def test_raw_pages_are_found_in_the_project_or_in_the_git_set_beside_it(tmp_path):
+    more = _project(tmp_path / "docsdrift-more", "jest", kb_raw=True)
+    assert raw_kb(more) == more / "kb_raw"
+    dev = _project(tmp_path / "docsdrift", "black")
+    assert raw_kb(dev) is None
+    (tmp_path / "docsdrift-git" / "black" / "kb").mkdir(parents=True)
+    assert raw_kb(dev) == tmp_path / "docsdrift-git" / "black" / "kb"
+
+
+def test_bad_options_are_usage_errors(tmp_path):
+    _project(tmp_path / "docsdrift", "black")
+    args = argparse.Namespace(data=[str(tmp_path / "docsdrift")], depth="D0", projects=None, today="yesterday",
+                              cache_dir=None, dump=None, raw=False)  # fmt: skip
+    with pytest.raises(ConfigError, match="--today 'yesterday'"):
+        run(args)
+    with pytest.raises(ConfigError, match="no raw pages for black"):
+        run(argparse.Namespace(**{**vars(args), "today": "real", "raw": True}))
+    with pytest.raises(ConfigError, match="not a folder"):
+        run(argparse.Namespace(**{**vars(args), "data": [str(tmp_path / "nowhere")]}))

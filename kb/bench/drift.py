@@ -1,10 +1,15 @@
 """Documentation drift: stale recall and false alarms on real releases (docsdrift).
 
-``kbaudit bench drift --data ../shared/data/docsdrift [--depth D1] [--json OUT]``
+``kbaudit bench drift --data ../shared/data/docsdrift [--data ../shared/data/docsdrift-more]
+[--raw] [--today pinned|real|YYYY-MM-DD] [--depth D1] [--json OUT]``
 
-For each project folder under ``--data`` (``traefik``, ``black``...), the whole pipeline
-(:func:`kb.chain.run_audit`, the audit's own stage chain) audits ``kb/`` against ``sources/`` (the new release) and
-``sources_old/`` (the old release, older dates). Only then is ``gold.jsonl`` read, to score:
+For each project folder under every ``--data`` (``traefik``, ``black``, ``fastapi``...), the
+whole pipeline (:func:`kb.chain.run_audit`, the audit's own stage chain) audits ``kb/`` against
+``sources/`` (the new release) and ``sources_old/`` (the old release, older dates). With
+``--raw`` the KB is the raw pages as they sit in git instead: ``<project>/kb_raw/`` where the
+set has it (docsdrift-more), else ``<data>-git/<project>/kb/`` (docsdrift-git, beside
+docsdrift); the sources stay the cleaned ones. ``--today pinned`` (the default) audits on the
+NEW release's date (the newest source date of each project), ``--today real`` on the real date. Only then is ``gold.jsonl`` read, to score:
 each gold sentence is matched to the claims split from it (same page, overlapping line, best
 text similarity), and
 
@@ -34,6 +39,7 @@ from rapidfuzz import fuzz
 
 from kb.chain import run_audit
 from kb.config import Settings
+from kb.errors import ConfigError
 from kb.ingest.parse import read_front_matter
 from kb.records import Claim
 from kb.verify.slots import canonical
@@ -43,10 +49,15 @@ FLAGGED = ("stale", "contradicted")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", required=True, help="the docsdrift folder (one sub-folder per project)")
+    parser.add_argument("--data", required=True, action="append",
+                        help="a docsdrift-style folder (one sub-folder per project); repeat to score several sets")
+    parser.add_argument("--raw", action="store_true",
+                        help="audit the raw pages (<project>/kb_raw, else <data>-git/<project>/kb) instead of kb/")
     parser.add_argument("--depth", default="D1", help="verification depth (default D1: rules + model; D0: rules only)")
     parser.add_argument("--projects", default=None, help="comma-separated project names (default: all)")
-    parser.add_argument("--today", default=None, help="audit date (default: the newest source date of each project)")
+    parser.add_argument("--today", default="pinned",
+                        help="audit date: pinned (default: the newest source date of each project, the NEW "
+                        "release), real (the real date) or YYYY-MM-DD")
     parser.add_argument("--cache-dir", default=None, help="stage cache folder reused across runs (default: a fresh one)")
     parser.add_argument("--dump", default=None, help="write every scored gold sentence with its claims' labels here (JSONL)")
 
@@ -69,10 +80,19 @@ def _newest_source_date(folder: Path) -> date | None:
     return best
 
 
-def audit_project(project: Path, depth: str, today: date | None, cache_dir: Path | None):
-    """Run the pipeline on one project. Reads only kb/, sources/ and sources_old/."""
+def raw_kb(project: Path) -> Path | None:
+    """The project's raw KB pages: ``kb_raw/`` in the project, else the git set's copy beside it."""
+    for folder in (project / "kb_raw", project.parent.with_name(project.parent.name + "-git") / project.name / "kb"):
+        if folder.is_dir():
+            return folder
+    return None
+
+
+def audit_project(project: Path, depth: str, today: date | None, cache_dir: Path | None, kb: Path | None = None):
+    """Run the pipeline on one project. Reads only the KB (kb/ unless `kb` names the raw
+    pages), sources/ and sources_old/."""
     sources = [project / "sources", project / "sources_old"]
-    settings = Settings(docs=project / "kb", sources=[s for s in sources if s.exists()], depth=depth,
+    settings = Settings(docs=kb or project / "kb", sources=[s for s in sources if s.exists()], depth=depth,
                         today=today or _newest_source_date(project / "sources"), full=True)  # fmt: skip
     settings.validate()
     return run_audit(settings, cache_dir=cache_dir)
@@ -172,12 +192,24 @@ def _read_gold(path: Path) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> dict[str, float]:
-    data = Path(args.data)
-    projects = sorted(p for p in data.iterdir() if p.is_dir() and (p / "kb").is_dir() and not p.name.startswith("_"))
+    folders = args.data if isinstance(args.data, list) else [args.data]
+    for folder in folders:
+        if not Path(folder).is_dir():
+            raise ConfigError(f"bench drift: --data {folder}: not a folder")
+    projects = [p for data in map(Path, folders) for p in sorted(data.iterdir())
+                if p.is_dir() and (p / "kb").is_dir() and not p.name.startswith("_")]  # fmt: skip
     if getattr(args, "projects", None):
         wanted = set(args.projects.split(","))
         projects = [p for p in projects if p.name in wanted]
-    today = date.fromisoformat(args.today) if getattr(args, "today", None) else None
+    when = getattr(args, "today", None) or "pinned"
+    try:
+        today = None if when == "pinned" else date.today() if when == "real" else date.fromisoformat(when)
+    except ValueError:
+        raise ConfigError(f"bench drift: --today {when!r}: expected pinned, real or YYYY-MM-DD") from None
+    raw = bool(getattr(args, "raw", False))
+    if raw and any(raw_kb(p) is None for p in projects):
+        missing = ", ".join(p.name for p in projects if raw_kb(p) is None)
+        raise ConfigError(f"bench drift: --raw: no raw pages for {missing} (kb_raw/ or <data>-git/<project>/kb/)")
     tmp = None
     cache_root = getattr(args, "cache_dir", None)
     if cache_root is None:
@@ -190,7 +222,8 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     try:
         for project in projects:
             t0 = time.perf_counter()
-            result = audit_project(project, args.depth, today, Path(cache_root) / project.name)
+            result = audit_project(project, args.depth, today, Path(cache_root) / project.name,
+                                   kb=raw_kb(project) if raw else None)  # fmt: skip
             audit_s = time.perf_counter() - t0
             # scoring only: gold is read after the audit is complete
             gold_rows = _read_gold(project / "gold.jsonl")
