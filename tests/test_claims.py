@@ -108,7 +108,7 @@ def test_self_contained_rewrite_keeps_source_text():
     "sentence, reason",
     [
         ("Is there a sandbox?", "question"),
-        ("Run `make` to build it.", "instruction"),
+        ("Run the build script to build it.", "instruction"),
         ("Please report bugs to the team.", "instruction"),
         ("We love this API!", "opinion"),
         ("Welcome to the guide!", "greeting"),
@@ -292,3 +292,62 @@ def test_blocks_with_plain_tuple_offsets():
     doc = Document(doc_id="d", version_id="v", path="d", format="text", text=text, title="API", blocks=(block,))
     (claim,) = split_claims(doc)
     assert text[claim.start : claim.end] == "The API serves 40 regions."
+
+
+def test_option_fields_in_other_formats_are_read_with_their_option():
+    # field lines of an option reference in four layouts: bullets under the option heading,
+    # bold-label paragraphs, a heading that carries the type, and a reference block in a fence
+    doc, claims = claims_of(
+        "# Reference\n\n"
+        "## cacheTTL\n\n- **Type:** `number`\n- **Default:** `3600`\n\n"
+        "## `retry_backoff`\n\n**Type**: duration\n\n**Default**: `250ms`\n\n"
+        "### `watchMode` \\[boolean]\n\nDefault: `true`\n\nWatches the sources.\n\n"
+        "## Daemon\n\n```yaml\n# how often the daemon wakes up\n[ wake_interval: <duration> | default = 30s ]\n"
+        "[ - <upstream_config> ... ]\nlisteners: [1, 2]\n```\n\n"
+        "| Option | Type | Default |\n|---|---|---|\n| `queue_depth` | int | 64 |\n"
+    )
+    texts = {c.text for c in claims if c.checkworthy}
+    assert {"cacheTTL: Type: number", "cacheTTL: Default: 3600", "retry_backoff: Type: duration",
+            "retry_backoff: Default: 250ms", "watchMode [boolean]: Default: true",
+            "wake_interval: <duration> | default = 30s", "Option queue_depth: Default is 64"} <= texts  # fmt: skip
+    c = by_source(claims)["wake_interval: <duration> | default = 30s"]
+    assert doc.text[c.start : c.end] == "wake_interval: <duration> | default = 30s"
+    # the rest of the code block, and prose under the heading, are not setting lines
+    assert not any("upstream_config" in t or "listeners" in t for t in texts)
+    assert by_source(claims)["Watches the sources."].reason != "setting read with its option"
+    # an ordinary list under a lead-in keeps its lead-in, never the heading
+    _, claims = claims_of("# Pets\n\n## Cats\n\nThe shelter has:\n\n- Default: two cats\n")
+    assert [c.text for c in claims if c.checkworthy] == ["The shelter has: Default: two cats"]
+
+
+@pytest.mark.parametrize(
+    "sentence, checkworthy",
+    [
+        ("Publish the package with `hatch publish --repo internal`.", True),
+        ("Pass `--max-workers 4` to limit the pool.", True),
+        ("Upgrade to version 7.2 before migrating.", True),
+        ("Set cache_dir in the settings file.", True),
+        ("Edit settings.yaml to change the port.", True),
+        ("Open the dashboard and refresh the page.", False),
+    ],
+)
+def test_instructions_that_name_a_command_flag_version_or_option_are_checked(sentence, checkworthy):
+    _, claims = claims_of(f"# Guide\n\n{sentence}\n")
+    assert claims[1].checkworthy is checkworthy
+    assert (claims[1].reason == "instruction") is not checkworthy
+
+
+@pytest.mark.parametrize(
+    "sentence, ts",
+    [
+        ("The tool formats every file in the current directory.", False),
+        ("The hook runs in the current working directory.", False),
+        ("Tokens are scoped to the current session.", False),
+        ("The archive currently holds 2,000 maps.", True),
+        ("The current champion is the Lisbon team.", True),
+        ("The default timeout is 30 seconds.", False),
+    ],
+)
+def test_the_time_window_is_for_claims_about_the_world(sentence, ts):
+    _, claims = claims_of(f"# Notes\n\n{sentence}\n")
+    assert claims[1].time_sensitive is ts

@@ -218,3 +218,27 @@ def test_a_setting_line_is_judged_only_against_its_own_option():
     out = {x.claim_id: x for x in v.verify([read, peer], evidence, date(2025, 6, 1))}
     assert out["r"].label == "stale" and "60s" in out["r"].evidence_value
     assert out["p"].label == "stale" and out["p"].evidence_sentence == 'Optional, Default=""'
+
+
+def test_option_fields_in_other_formats_are_judged_against_their_own_option():
+    # VitePress-style field bullets under the option's heading, as an old and a newer page
+    old_page = "# Settings\n\n### `buildDir` \\[string]\n\n- **Type:** `string`\n- **Default:** `\"out\"`\n\n### `minify`\n\n- **Default:** `false`\n"
+    from kb.claims.split import split_claims
+    from kb.ingest.parse import parse_document
+
+    doc = parse_document(old_page.encode(), "settings.md", "/kb/settings.md")
+    claims = {c.text: c for c in split_claims(doc) if c.checkworthy}
+    assert set(claims) >= {'buildDir [string]: Type: string', 'buildDir [string]: Default: "out"', "minify: Default: false"}
+    default = replace(claims['buildDir [string]: Default: "out"'], claim_id="d")
+    section = "Settings > buildDir [string]"
+    evidence = {"d": [
+        replace(_ev("d", "settings.md", OLD, 'Default: "out"', 'Default: "out"', 1), section=section),
+        replace(_ev("d", "settings.md", NEW, 'Default: "dist"', 'Default: "dist"', 2), section=section),
+        # the other option's field line on the newer page says nothing of this one
+        replace(_ev("d", "settings.md", NEW, "Default: false", "Default: false", 3), section="Settings > minify"),
+    ]}  # fmt: skip
+    v = Verifier(VerifierSettings(use_model=False))
+    judged = v.judge_pairs([default], evidence)["d"]
+    assert judged[0].relation == "supports" and judged[1].relation == "refutes" and judged[2].relation == "nei"
+    out = v.verify([default], evidence, date(2025, 6, 1))[0]
+    assert out.label == "stale" and '"dist"' in out.evidence_sentence

@@ -277,7 +277,11 @@ _CHECKABLE_VALUE = re.compile(
     r"|\b[a-z]+[A-Z]\w*"  # camelCase
     r"|\b[A-Z]\w*(?:-[A-Z]\w*){2,}"  # a header name (X-Forwarded-For)
     r"|[\"“][^\"”\n]{2,60}[\"”]"  # a quoted name (a heading, a menu entry, a label)
+    r"|\b[A-Za-z]\w*_\w+"  # snake_case (an option or label name)
+    r"|\b[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]+)+"  # a dotted name or a file name (pyproject.toml)
 )
+# a code span as written ("Deploy with `npx acme-cli publish dist`"): a command, option or path
+_CODE_SPAN = re.compile(r"`[^`\n]*[A-Za-z][^`\n]*`")
 _ADDRESS = re.compile(r"\S+@\S+|\b\w+://\S+")  # "contact us at ...", "visit https://...": not a fact
 _GREETING = re.compile(
     r"^(?:welcome|hello|hi|hey|greetings|thanks|thank you|cheers|happy \w+|good (?:morning|afternoon|evening)|"
@@ -354,7 +358,9 @@ _TEMPORAL_WORDS = re.compile(
     _LOWER,
 )
 _TIME_SENSITIVE = re.compile(
-    r"\b(?:currently|current|latest|newest|most recent|now|nowadays|today|these days|at the moment|at present|"
+    r"\b(?:currently|current(?!\s+(?:working\s+)?(?:directory|folder|dir|path|file|user|request|response|context|process|"
+    r"session|shell|thread|page|tab|window|node|namespace|cluster|branch|module|package|project|workspace|"
+    r"environment|scope|line|cell|element|route|locale|selection|test|value|state)s?\b)|latest|newest|most recent|now|nowadays|today|these days|at the moment|at present|"
     r"presently|as of|recently|upcoming|soon|so far|to date|yet|still|anymore|no longer|"
     r"(?:last|next|this|coming|past)\s+(?:year|month|week|quarter|few (?:days|weeks|months|years))|"
     r"\d+\s+(?:days?|weeks?|months?|years?)\s+ago|ago|yesterday|tomorrow|up[- ]to[- ]date|"
@@ -495,7 +501,8 @@ def classify(text: str, is_policy: bool = False) -> tuple[str, bool, str, tuple[
     return ctype, time_sensitive, risk, tuple(hints)
 
 
-def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings) -> tuple[bool, str]:
+def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings, raw: str = "") -> tuple[bool, str]:
+    """(check-worthy, why not). ``raw`` is the unit as written in the document (markup kept)."""
     stripped = text.strip()
     if block.kind == "heading":
         # a heading is structure unless it makes a statement ("Version 1 was retired in 2023")
@@ -522,7 +529,7 @@ def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings) 
     instruction = ((not unit.has_context or steps) and (first in IMPERATIVE_VERBS or first in ("don't", "never", "always"))
                    and not (first in ("use", "set", "keep", "add") and re.match(r"^\w+s\b", body)))  # fmt: skip
     instruction = instruction or re.match(r"^(?:you (?:should|can|must|may|need to)|please|let's|let us)\b", body, re.I)
-    if instruction and not _CHECKABLE_VALUE.search(_ADDRESS.sub(" ", body)):
+    if instruction and not _CHECKABLE_VALUE.search(_ADDRESS.sub(" ", body)) and not _CODE_SPAN.search(raw):
         return False, "instruction"
     if _OPINION.search(stripped.lower()):
         return False, "opinion"
@@ -688,26 +695,60 @@ def _span(block: Block, i: int, j: int) -> tuple[int, int]:
 
 
 MAX_SETTING_WORDS = 4
+MAX_KEYED_SETTING_WORDS = 12  # "Default: ["clover", "json", "lcov", "text"]"
+MAX_OPTION_HEADING_WORDS = 6  # "automock [boolean]", "poll_interval (duration)"
 # one code-like word: "peerCertURI", "tls.minVersion", "max_line_length" (not "Archiving")
 _OPTION_NAME = re.compile(r"(?=\w*[a-z][A-Z]|[\w.\[\]-]*[._\[-])[A-Za-z_][\w.\[\]-]*[A-Za-z0-9_\]]")
+# the field names option references state their facts under, in every format: VitePress bullets
+# ("- **Type:** `boolean`"), Docusaurus lines ("Default: `false`"), "**Type**: string"
+_SETTING_KEY = re.compile(
+    r"^(?:type|types|default|default value|defaults to|required|optional|values|possible values|allowed values|"
+    r"accepted values|valid values|range|unit|units|env|environment variable|since|added in|deprecated|kind|format)"
+    r"\s*(?::|=)\s*\S",
+    re.I,
+)
 SETTING_NOTE = "setting read with its option"  # Claim.reason of such a line; the verifier keys on it
+
+
+def keyed_setting_line(line: str) -> bool:
+    """A field line of an option reference ("Type: boolean", "Default: 1m")."""
+    line = line.strip()
+    return len(line.split()) <= MAX_KEYED_SETTING_WORDS and _SETTING_KEY.match(line) is not None
+
+
+def setting_line(line: str) -> bool:
+    """A line that states an option's facts without naming the option: short and not a
+    sentence ("Optional, Default=0s"), or a field line ("Default: `false`")."""
+    line = line.strip()
+    if keyed_setting_line(line):
+        return True
+    return len(line.split()) <= MAX_SETTING_WORDS and len(sentence_spans(line)) == 1 and not line.endswith((".", "!", "?"))
 
 
 def _setting_lead(prev: Block | None, block: Block) -> str:
     """The option a short setting line is read with: reference pages name an option in a line
     of its own ("transport.respondingTimeouts.readTimeout:") or a heading of its own
-    ("#### `peerCertURI`") and state its facts in the next line ("Optional, Default=0s"),
-    which alone says nothing of which option it is about."""
-    if prev is None or block.kind != "paragraph":
+    ("#### `peerCertURI`", "### `bail` [number | boolean]") and state its facts in the next
+    lines ("Optional, Default=0s", "- **Default:** `0`", "Type: string"), which alone say
+    nothing of which option they are about. (A definition list's term and definition parse as
+    one paragraph, "poll_timeout : Default 5s", which names its option already.)"""
+    if prev is None or block.kind not in ("paragraph", "list_item") or not setting_line(block.text):
         return ""
     line = block.text.strip()
-    if len(line.split()) > MAX_SETTING_WORDS or len(sentence_spans(line)) != 1 or line.endswith((".", "!", "?")):
-        return ""  # "Archived projects are read-only." is a statement of its own
+    keyed = keyed_setting_line(line)
+    if block.kind == "list_item" and (block.lead_in or not keyed):
+        return ""  # an ordinary list: its lead-in is its context
     lead = prev.text.strip()
-    if prev.kind == "paragraph" and prev.section == block.section and lead.endswith(":"):
+    if block.kind == "paragraph" and prev.kind == "paragraph" and prev.section == block.section and lead.endswith(":"):
         return lead.rstrip(":").strip()
+    heading = block.section[-1] if block.section else ""
     if prev.kind == "heading" and block.section[-1:] == (prev.text,) and _OPTION_NAME.fullmatch(lead):
         return lead
+    # a field line names its kind of fact itself: the heading above it is the option, also after
+    # the option's other field lines ("Type: ..." then "Default: ...")
+    if keyed and heading and len(heading.split()) <= MAX_OPTION_HEADING_WORDS and (
+            prev.kind == "heading" or prev.section == block.section):  # fmt: skip
+        return heading
     return ""
 
 
@@ -769,10 +810,11 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
             nt = _NOTE_PREFIX.sub("", text) if _NOTE_PREFIX.match(text) else _NOTE_THAT.sub("", text)
             if nt != text and nt:
                 text = nt[0].upper() + nt[1:]
+            start, end = _span(block, unit.start, unit.end)
             if len(text) > _MAX_CLAIM_CHARS:
                 checkworthy, reason = False, f"too long to be one claim ({len(text)} characters)"
             else:
-                checkworthy, reason = _checkworthy(text, block, unit, settings)
+                checkworthy, reason = _checkworthy(text, block, unit, settings, doc.text[start:end])
             if block.kind == "heading" and not checkworthy:
                 ctype, ts, risk, hints = "factual", False, "low", ()
             else:
@@ -792,7 +834,6 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
                 requirements = tuple(dict.fromkeys(reqs))
             else:
                 requirements = ()
-            start, end = _span(block, unit.start, unit.end)
             key = (section, _norm(text))
             occurrence = seen.get(key, 0)
             seen[key] = occurrence + 1

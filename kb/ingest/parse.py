@@ -540,6 +540,8 @@ def _link_end(s: str, j: int, match: dict[int, int]) -> tuple[int, int] | None:
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|$)")
 _ATX_CLOSE = re.compile(r"[ \t]+#+[ \t]*$|^#+[ \t]*$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+# "[ poll_interval: <duration> | default = 1m ]", "[ - <scrape_config> ... ]" is not one
+_REFERENCE_LINE = re.compile(r"[ \t]*(?:#\s*)?\[\s*([A-Za-z_][\w.-]*:\s*<[\w. -]+>(?:\s*\|\s*default\s*=\s*[^\]]*?)?)\s*\][ \t]*")
 _HR = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 _LIST = re.compile(r"( *)([-*+•]|\d{1,9}[.)])([ \t]+|$)")
@@ -553,6 +555,56 @@ _FOOTNOTE_DEF = re.compile(r" {0,3}\[\^[^\]\s]{1,50}\]:[ \t]*")
 _LINK_DEF = re.compile(r" {0,3}\[[^\]^][^\]]{0,200}\]:[ \t]*\S+")
 _HEADING_ATTRS = re.compile(r"[ \t]*\{[#.][^{}]{0,200}\}[ \t]*$")
 _LAST_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
+
+
+# MkDocs admonitions ("!!! note", '??? tip "Title"'), content tabs ('=== "YAML"') and their
+# collapsible forms: the body is the container's lines indented four more columns
+_CONTAINER_OPEN = re.compile(r"[ \t]*(?:(?:!!!|\?\?\?\+?)[ \t]*[\w-]+(?:[ \t]+[\w-]+)*(?:[ \t]+\"[^\"\n]*\")?|===\+?[ \t]+\"[^\"\n]*\")[ \t]*")
+
+
+def _indent(text: str, s: int, e: int) -> int:
+    k = s
+    while k < e and text[k] == " ":
+        k += 1
+    return k - s
+
+
+def _open_containers(text: str, lines: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The lines of a Markdown page with container markers removed and container bodies
+    dedented, so an admonition's prose is prose and not an indented code block. Line spans only
+    move their start, so every offset still points into the page. Fenced code is left as is."""
+    if "!!!" not in text and "???" not in text and "===" not in text:
+        return lines  # no container on the page: nothing to do (most pages)
+    out: list[tuple[int, int]] = []
+    stack: list[int] = []  # body indents of the open containers
+    fence = ""
+    for s, e in lines:
+        if s == e or not text[s:e].strip():
+            out.append((s, e))
+            continue
+        ind = _indent(text, s, e)
+        while stack and ind < stack[-1]:
+            stack.pop()
+        shift = stack[-1] if stack else 0
+        body = s + shift
+        line = text[body:e]
+        fm = _FENCE.match(line)
+        if fence:
+            if fm and fm.group(1).startswith(fence) and not line.strip().strip(fence[0]):
+                fence = ""
+            out.append((body, e))
+            continue
+        if fm and not (fm.group(1)[0] == "`" and "`" in line[fm.end():]):
+            fence = fm.group(1)
+            out.append((body, e))
+            continue
+        m = _CONTAINER_OPEN.fullmatch(text, body, e)
+        if m:
+            stack.append(ind + 4)
+            out.append((e, e))  # the marker line reads as a blank line
+            continue
+        out.append((body, e))
+    return out
 
 
 def _looks_like_title(line: str) -> bool:
@@ -618,6 +670,18 @@ class _MarkdownParser:
         self.blocks.append(block)
         self.last_block_kind = kind
         return block
+
+    def _reference_line(self, s: int, e: int) -> None:
+        """A configuration reference written as a code block states each option's type and
+        default on a line of its own ("[ poll_interval: <duration> | default = 1m ]"): that line
+        is a setting of the page, not an example, so it becomes a paragraph of its own (without
+        the brackets). Every other line of a code block stays out."""
+        m = _REFERENCE_LINE.match(self.text, s, e)
+        if m is None or m.end() != e:
+            return
+        out = _Text()
+        out.add(m.group(1), m.start(1))
+        self._emit("paragraph", [], text_map=out.build())
 
     def _flush(self) -> None:
         if not self.para:
@@ -731,7 +795,7 @@ class _MarkdownParser:
         if self.plain:
             self._run_plain(lines)
         else:
-            self._run_markdown(lines)
+            self._run_markdown(_open_containers(text, lines))
         self._flush()
         return self.blocks, self.first_h1 or self.first_heading
 
@@ -875,6 +939,7 @@ class _MarkdownParser:
                         l2 = text[ls:le].lstrip(" >")
                         if l2.startswith(fence[0] * len(fence)) and not l2.strip(fence[0]).strip():
                             break
+                        self._reference_line(ls, le)
                         i += 1
                     i += 1
                     continue
@@ -1032,6 +1097,18 @@ class _HTMLBlocks:
 
     def _section(self):
         return tuple(t for _, t in self.section)
+
+    def _reference_line(self, s: int, e: int) -> None:
+        """A configuration reference written as a code block states each option's type and
+        default on a line of its own ("[ poll_interval: <duration> | default = 1m ]"): that line
+        is a setting of the page, not an example, so it becomes a paragraph of its own (without
+        the brackets). Every other line of a code block stays out."""
+        m = _REFERENCE_LINE.match(self.text, s, e)
+        if m is None or m.end() != e:
+            return
+        out = _Text()
+        out.add(m.group(1), m.start(1))
+        self._emit("paragraph", [], text_map=out.build())
 
     def _flush(self) -> None:
         text, omap = self.cur.build()

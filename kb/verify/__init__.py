@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from kb.claims.split import MAX_SETTING_WORDS, SETTING_NOTE, setting_option
+from kb.claims.split import SETTING_NOTE, setting_line, setting_option
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.text import passage_sentences
 from kb.verify.model import ModelJudge
@@ -178,7 +178,7 @@ class Verifier:
                 break
         # or named by the heading above the evidence line ("#### `peerCertURI`")
         heading = ev.section.rsplit(" > ", 1)[-1]
-        if (line is None and option and canonical(heading) == option and len(sentence.split()) <= MAX_SETTING_WORDS
+        if (line is None and option and canonical(heading) == option and setting_line(sentence)
                 and not sentence.rstrip().endswith(":")
                 and set(canonical(sentence).split()) & set(canonical(claim.source_text).split())):  # fmt: skip
             line = sentence  # a setting line like the claim's ("Optional, Default=..."), not a lead-in
