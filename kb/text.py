@@ -121,10 +121,17 @@ OVERLAP_STOPWORDS = frozenset(
 )
 
 
+_ACCEPT_PREDICATES = frozenset("supported accepted allowed permitted".split())
+
+
 @lru_cache(maxsize=65536)
 def stem_overlap(w: str) -> str:
-    """A tiny, deterministic English stemmer (plural and common suffixes) for overlap only."""
+    """A tiny, deterministic English stemmer (plural and common suffixes) for overlap only.
+    The participles that say what a system takes ("supported", "accepted", "allowed",
+    "permitted" formats) are one predicate."""
     w = w.lower()
+    if w in _ACCEPT_PREDICATES:
+        return "support"
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
     for suf in ("ing", "ed", "es", "s"):

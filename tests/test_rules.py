@@ -266,3 +266,66 @@ def test_averaged_over_a_count_of_critics_is_that_count_not_a_lower_bound():
     # an average of some other count keeps "over" as "more than"
     (viewers,) = extract("The show averaged over 11 million viewers .").quantities
     assert viewers.op == ">" and viewers.lo == 11e6
+
+
+@pytest.mark.parametrize(
+    "claim, evidence, relation",
+    [
+        # the newer sentence holds the claim's words but extends what "only" restricted
+        ("Snapshots can only be restored to the original region.",
+         "Snapshots can only be restored to the original region or a paired region.", "refutes"),
+        ("The exporter accepts only JSON files.", "The exporter accepts only JSON and YAML files.", "refutes"),
+        # an alternative and an added condition change the fact
+        ("Signing in needs a hardware key.", "Signing in needs a hardware key or a passkey.", "refutes"),
+        ("The scheduler retries failed jobs.", "The scheduler retries failed jobs unless they were cancelled.", "refutes"),
+        # a bound written with "or" is no alternative, and an unrestricted list or a new clause
+        # does not change what the claim says
+        ("The plugin needs Go 1.21 or later.", "The plugin needs Go 1.21 or later.", "supports"),
+        ("The exporter writes CSV files.", "The exporter writes CSV files and Parquet files.", "supports"),
+        ("The exporter writes CSV files.", "The exporter writes CSV files, which open in any spreadsheet.", "supports"),
+    ],
+)
+def test_containment_is_not_support_when_the_evidence_extends_or_qualifies_it(claim, evidence, relation):
+    j = judge_rules(claim, evidence)
+    assert j is not None and j.relation == relation, j
+    if relation == "refutes":
+        assert "extended" in j.rationale
+
+
+@pytest.mark.parametrize(
+    "claim, evidence",
+    [
+        ("Each span carries a traceID attribute.", "Each span carries a trace_id attribute."),
+        ("Each span carries a traceID attribute.", "Each span carries a traceId attribute."),
+        ("The probe reads the pod_ip label.", "The probe reads the pod_address label."),
+    ],
+)
+def test_identifiers_compare_exactly(claim, evidence):
+    j = judge_rules(claim, evidence)
+    assert j is not None and j.relation == "refutes" and j.rationale.startswith("identifier"), j
+
+
+def test_prose_words_still_compare_loosely():
+    assert judge_rules("The Importer skips Hidden files.", "The importer skips hidden files.").relation == "supports"
+    assert judge_rules("It reads the *config* file.", "It reads the config file.").relation == "supports"
+
+
+@pytest.mark.parametrize(
+    "claim, evidence, relation",
+    [
+        ("A channel holds up to 500 members.", "The maximum channel size is 2,000 members.", "refutes"),
+        ("A board can have at most 12 columns.", "Boards are limited to 12 columns.", "supports"),
+        ("Attachments are capped at 25 MB per message.", "The attachment limit is 40 MB per message.", "refutes"),
+        ("Each key signs no more than 1,000 requests.", "A key is capped at 1,000 requests.", "supports"),
+    ],
+)
+def test_bound_words_pair_with_each_other(claim, evidence, relation):
+    j = judge_rules(claim, evidence)
+    assert j is not None and j.relation == relation, j
+
+
+def test_synonymous_predicates_and_list_membership_support():
+    j = judge_rules("Allowed archive formats: tar", "Supported archive formats are zip, tar and 7z.")
+    assert j is not None and j.relation == "supports", j
+    assert judge_rules("Permitted archive formats: rar", "Supported archive formats are zip, tar and 7z.") is None or \
+        judge_rules("Permitted archive formats: rar", "Supported archive formats are zip, tar and 7z.").relation != "supports"

@@ -37,6 +37,7 @@ from kb.verify.slots import (
     comparable_kinds,
     content_words,
     extract,
+    is_code_case,
     is_code_identifier,
     is_identifier,
     normalize,
@@ -68,6 +69,9 @@ CONFIDENCE = {
     "term": 0.55,
     "qualifier": 0.55,
     "ordinal": 0.85,
+    "extended": 0.85,
+    "bound": 0.85,
+    "bound_agrees": 0.8,
     "supports_slots": 0.95,
     "supports_cover": 0.92,
 }
@@ -82,8 +86,9 @@ def _keep(t: str) -> bool:
 
 
 def _words(tokens: list[str]) -> list[str]:
-    """Lower-cased tokens without punctuation (the diff alphabet)."""
-    return [t.lower() for t in tokens if _keep(t)]
+    """Lower-cased tokens without punctuation (the diff alphabet); a code identifier keeps its
+    case, so "requestID" against "requestId" is a replaced token."""
+    return [t if is_code_case(t) else t.lower() for t in tokens if _keep(t)]
 
 
 def _content_set(words: list[str]) -> set[str]:
@@ -138,7 +143,14 @@ def _judge(claim_text: str, sentence: str) -> Judgement | None:
     if len(c_can.split()) >= 4 and re.search(r"(?:^|\s)" + re.escape(c_can) + r"(?:\s|$)", e_can) and not _continues(
         claim_text, sentence
     ):
+        ext = _extension(claim_text, sentence)
+        if ext:
+            return Judgement("refutes", CONFIDENCE["extended"], "rules",
+                             f"extended: the evidence goes on {ext!r} after the claim's words")  # fmt: skip
         return Judgement("supports", CONFIDENCE["contained"], "rules", "claim appears verbatim in the evidence")
+    bound = _bounds_paired(claim_text, sentence)
+    if bound is not None:
+        return bound
     # cheap gate before slot extraction: shared content words or shared numbers
     cw = set(content_words(word_tokens(claim_text)))
     ew = set(content_words(word_tokens(sentence)))
@@ -155,6 +167,31 @@ def _judge(claim_text: str, sentence: str) -> Judgement | None:
             rationale = rationale.replace(f"vs evidence {j.evidence_value}", f"vs evidence {ev}", 1)
         j = Judgement(j.relation, j.confidence, j.tier, rationale, cv, ev)
     return j
+
+
+def _bounds_paired(claim_text: str, sentence: str) -> Judgement | None:
+    """A limit stated twice in different words ("accepts uploads of up to 5 GB" / "The maximum
+    upload size is 10 GB"; "capped at", "at most", "no more than", "the limit is" all name an
+    upper bound): the claim's only bound and the sentence's only bound of the same kind and
+    direction, about the same thing (a shared context word), compare by their bound."""
+    cs, es = extract(claim_text), extract(sentence)
+    cb = [q for q in cs.quantities if q.op in ("<=", ">=")]
+    eb = [q for q in es.quantities if q.op in ("<=", ">=")]
+    if len(cb) != 1 or len(eb) != 1 or len(cs.quantities) != 1 or len(es.quantities) != 1:
+        return None
+    q, x = cb[0], eb[0]
+    if q.kind != x.kind or q.op != x.op or q.kind in ("year", "date", "version", "ordinal") or not _shared_context(q, x):
+        return None
+    rel = bound_relation(q, x)
+    if rel == "refutes":
+        return Judgement("refutes", CONFIDENCE["bound"], "rules", f"bound: claim {q.text} vs evidence {x.text}",
+                         q.text, x.text)  # fmt: skip
+    def negations(slots, b):  # "no more than" is a bound, not a denial
+        return slots.negations - sum(w in ("no", "not") for w in b.text.lower().split())
+
+    if rel == "supports" and negations(cs, q) % 2 == negations(es, x) % 2:
+        return Judgement("supports", CONFIDENCE["bound_agrees"], "rules", f"bound: claim {q.text} ~ evidence {x.text}")
+    return None
 
 
 # How often the numbers alone were right where the rules abstained, on the training parts of
@@ -315,6 +352,56 @@ def _continues(claim_text: str, sentence: str) -> bool:
     return rest.startswith(",") and bool(re.match(r",\s*(?:and/or|and|or|\*|\w+\s*,)", rest))
 
 
+# Words that make a statement exhaustive: extending what follows them changes the fact ("only
+# with numeric columns" is not "only with numeric and date columns").
+RESTRICTIVE = frozenset("only exclusively solely".split())
+# An added condition: the statement no longer holds unconditionally.
+CONDITIONS = ("if", "unless", "provided", "except", "only if", "only when", "as long as")
+# "or" that belongs to a bound or a comparison, not an alternative ("3.9 or later", "or more")
+_NOT_ALTERNATIVE = frozenset("more less later earlier higher lower newer older above below greater fewer "
+                             "so not else otherwise".split())  # fmt: skip
+
+
+def _extension_kind(inserted: list[str], before: list[str]) -> str:
+    """How words the evidence inserts change the claim: an alternative ("requires A" / "requires
+    A or B"), an added condition, or an item added to a list the claim restricts with "only";
+    "" when they do not (a new clause, an example, an unrestricted list)."""
+    words = [w.lower() for w in inserted if re.search(r"\w", w) or w == ","]
+    if not words:
+        return ""
+    first, second = words[0], words[1] if len(words) > 1 else ""
+    if first in ("or", "and/or") and second not in _NOT_ALTERNATIVE:
+        return "alternative"
+    joined = " ".join(words)
+    if any(joined == c or joined.startswith(c + " ") for c in CONDITIONS):
+        return "condition"
+    if first in ("and", ",") and RESTRICTIVE & {w.lower() for w in before}:
+        return "scope"
+    return ""
+
+
+def _ended(text: str) -> bool:
+    """A whole statement, not a clause split from a longer sentence (those end where the split
+    was made, and their own sentence may go on just as the evidence does)."""
+    return text.rstrip().rstrip("\"'”’)]*_`").endswith((".", "!", "?"))
+
+
+def _extension(claim_text: str, sentence: str) -> str:
+    """What a sentence that contains the claim word for word adds right after it, when that
+    changes the claim (see ``_extension_kind``); "" otherwise."""
+    if not _ended(claim_text):
+        return ""
+    words = canonical(claim_text).split()
+    written = normalize(sentence)
+    m = re.search(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", written, flags=re.IGNORECASE)
+    if m is None:
+        return ""
+    tail = [t for t in word_tokens(written[m.end():]) if re.search(r"\w", t) or t == ","]
+    if not tail or not _extension_kind(tail[:4], word_tokens(claim_text)):
+        return ""
+    return " ".join(tail[:6]).replace(" ,", ",")
+
+
 def _surface(text: str, value: str | None) -> str | None:
     """The value as written in ``text`` ("$ 0.10" -> "$0.10"), so a correction can find it."""
     if not value or "=" in value and " " not in value:
@@ -348,6 +435,7 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
     paired_claim_q: set[int] = set()
     cmap, emap = _tok_index_map(cs.tokens), _tok_index_map(es.tokens)
     missing_terms: list[str] = []
+    extended_by: list[str] = []
 
     # enumerations first: a list that changed is one conflict, not one per item
     c_enum_idx: set[int] = set()
@@ -396,6 +484,12 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
                         conflicts.append(_Conflict(_qkind(q, best), q.text, best.text))
                     elif rel == "nei":
                         missing_terms.append(q.text)
+            if tag == "insert" and (i1 < len(cw) or _ended(" ".join(cs.tokens))):
+                kind = _extension_kind(etoks, [cs.tokens[cmap[k]] for k in range(i1)])
+                if kind:
+                    conflicts.append(_Conflict("extended", None, None))  # no one slot to replace
+                    extended_by.append(" ".join(etoks))
+                    continue
             if not (cq and all(id(q) in paired_claim_q for q in cq)) and close_copy:
                 conflicts.extend(_token_conflicts(tag, ctoks, etoks, cs, es))
                 if tag in ("replace", "delete"):
@@ -444,7 +538,8 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
         conf = CONFIDENCE.get(strongest.kind, 0.7)
         if strongest.kind in ("term", "qualifier") and not (ratio >= 0.8):
             return None
-        rationale = "; ".join(x.describe() for x in conflicts[:4])
+        rationale = "; ".join(x.describe() if x.kind != "extended" else f"extended: the evidence adds {extended_by[0]!r}"
+                              for x in conflicts[:4])  # fmt: skip
         return Judgement("refutes", conf, "rules", rationale, strongest.claim_value, strongest.evidence_value)
 
     # support: every claim fact present, content covered, same polarity
@@ -584,7 +679,7 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
             return out
     cid = [t for t in ctoks if is_code_identifier(t)]
     eid = [t for t in etoks if is_code_identifier(t)]
-    if cid and eid and {x.lower() for x in cid} != {x.lower() for x in eid}:
+    if cid and eid and set(cid) != set(eid):  # identifiers compare exactly: case and separators
         out.append(_Conflict("identifier", " ".join(cid), " ".join(eid)))
         return out
     c_low = {t.lower() for t in cs.tokens}

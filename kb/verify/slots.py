@@ -50,14 +50,29 @@ def normalize(text: str) -> str:
     """Unicode-normalised text with plain quotes and dashes, markup backticks removed."""
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
     text = _PTB_RE.sub(lambda m: _PTB[m.group(0)], text)
-    text = re.sub(r"[*_]{1,2}(?=\w)|(?<=\w)[*_]{1,2}(?!\w)", "", text)  # emphasis markers
+    # emphasis markers open before a word and close after one; an underscore inside a word is
+    # part of an identifier ("request_id" is not "requestid")
+    text = re.sub(r"(?<!\w)[*_]{1,2}(?=\w)|(?<=\w)[*_]{1,2}(?!\w)", "", text)
     return re.sub(r"\s+", " ", text).strip()
+
+
+_CODE_CASE = re.compile(r"[\w$@.-]+")
+
+
+def is_code_case(tok: str) -> bool:
+    """A token whose case is part of its name: camelCase (lower first, an upper later), or a
+    snake/dotted name with an upper letter ("MAX_SIZE" folds: all upper; "tls.minVersion" keeps)."""
+    tok = tok.strip(".-")
+    if not re.search(r"[a-z]", tok) or not re.search(r"[A-Z]", tok):
+        return False
+    return bool(re.match(r"[a-z]", tok)) or bool(re.search(r"[._]", tok) and re.search(r"[a-z][A-Z]", tok))
 
 
 @lru_cache(maxsize=65536)
 def canonical(text: str) -> str:
-    """Comparison key of a whole sentence: case, spacing and punctuation folded."""
-    t = normalize(text).lower()
+    """Comparison key of a whole sentence: case, spacing and punctuation folded, except that a
+    code identifier keeps its case ("requestID" is not "requestId"; prose words fold)."""
+    t = _CODE_CASE.sub(lambda m: m.group(0) if is_code_case(m.group(0)) else m.group(0).lower(), normalize(text))
     t = re.sub(r"[^\w%+=<>./:@-]+", " ", t)
     t = re.sub(r"(?<=\w)[.:]+(?=\s|$)", " ", t)  # sentence-final / trailing dots and colons
     return re.sub(r"\s+", " ", t).strip()
@@ -69,6 +84,7 @@ TOKEN_RE = re.compile(
     | --?[A-Za-z][\w.-]*(?:=[^\s,;)]+)?                                      # command-line flags
     | [A-Za-z_@][\w$@-]*(?:(?:\.|/|::|=|:(?=\w))[\w*$@"{}-]+)+[+]?             # dotted names, paths, Key=value
     | /[\w.-]+(?:/[\w.*-]+)*                                                 # absolute paths
+    | [A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+                                # snake_case names: one token
     | [A-Za-z]+(?:-[A-Za-z0-9]+)+                                            # COVID-19, Keegan-Michael
     | [A-Za-z]+(?:'[a-z]+)?                                                  # words
     | \S
@@ -146,7 +162,12 @@ _GT = ("more than", "over", "above", "greater than", "exceeding", "in excess of"
        "higher than", "larger than", "bigger than", "longer than")  # fmt: skip
 _GE = ("at least", "no less than", "no fewer than", "a minimum of", "minimum of", "not less than")
 _LT = ("less than", "under", "below", "fewer than", "lower than", "smaller than", "shorter than")
-_LE = ("at most", "up to", "no more than", "a maximum of", "maximum of", "not more than")
+_LE = ("at most", "up to", "no more than", "a maximum of", "maximum of", "not more than", "capped at",
+       "limited to", "a limit of", "limit of", "a cap of", "cap of")  # fmt: skip
+# "The maximum upload size is 10 GB", "the limit is 50 projects": a bound named before its
+# verb is the same kind of statement as "up to 10 GB" (bound words pair with each other)
+_BOUND_NAMED = re.compile(r"\b(?:(maximum|max|limit|cap|ceiling|upper bound)|(minimum|min|lower bound))\b"
+                          r"(?:\s+[\w-]+){0,2}\s+(?:is|are|was|were|of|at|to|=|:)$")
 _APPROX = ("about", "approximately", "around", "roughly", "nearly", "almost", "some", "circa",
            "close to", "an estimated", "estimated", "over the", "c.")  # fmt: skip
 _AFTER_GE = ("or more", "or later", "or newer", "or higher", "or above", "or greater", "and up", "and higher",
@@ -474,6 +495,10 @@ def _comparator(tokens, i, j) -> tuple[str, int, int, str]:
             op = o
             s = i - len(hit.split())
             break
+    if op == "=":
+        named = _BOUND_NAMED.search(before)
+        if named:
+            op = "<=" if named.group(1) else ">="
     hit = _starts_with_any(after, _AFTER_GE)
     if hit:
         op, e = ">=", j + len(hit.split())
