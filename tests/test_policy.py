@@ -132,17 +132,24 @@ def test_a_rewrite_stands_when_the_model_refutes_through_another_sentence():
     assert v.label == "uncertain" and "not its counterpart" in v.rationale
 
 
-def test_freshness_window_for_time_sensitive_claims():
-    c = claim("The latest release is 25.1.", time_sensitive=True, freshness_days=90)
-    v = decide(c, [ev(day=date(2025, 1, 28))], [SUP], TODAY)
+def test_freshness_counts_from_when_the_source_was_last_known_current():
+    # the newest version of a source this run read is current today, however long ago it was
+    # last edited: its support of a time-sensitive claim does not age (before, a page last
+    # edited more than the window ago made every "currently ..." sentence on it stale)
+    c = claim("The service currently runs in 12 data centres.", time_sensitive=True, freshness_days=90)
+    v = decide(c, [ev(day=date(2023, 3, 1))], [SUP], TODAY)
+    assert v.label == "supported"
+    # a source last known current long ago (a snapshot taken then) ages from that date
+    v = decide(c, [ev(day=date(2023, 3, 1))], [SUP], TODAY, known_current={"getting_started.md": date(2025, 1, 28)})
     assert v.label == "stale" and "window 90 days" in v.rationale and v.gap_type == "systemic"
-    v = decide(c, [ev(day=date(2025, 5, 1))], [SUP], TODAY)
+    assert "last known current on 2025-01-28" in v.rationale
+    v = decide(c, [ev(day=date(2023, 3, 1))], [SUP], TODAY, known_current={"getting_started.md": date(2025, 5, 1)})
     assert v.label == "supported"
     # the explicit argument overrides the claim's window
-    v = decide(c, [ev(day=date(2025, 1, 28))], [SUP], TODAY, freshness_days=365)
+    v = decide(c, [ev()], [SUP], TODAY, freshness_days=365, known_current={"getting_started.md": date(2025, 1, 28)})
     assert v.label == "supported"
     # a claim that is not time-sensitive never goes stale by age
-    v = decide(claim(), [ev(day=date(2001, 1, 1))], [SUP], TODAY)
+    v = decide(claim(), [ev(day=date(2001, 1, 1))], [SUP], TODAY, known_current={"getting_started.md": date(2001, 1, 1)})
     assert v.label == "supported"
 
 

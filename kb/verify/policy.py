@@ -7,8 +7,8 @@ DESIGN.md ("Labels") defines the four labels; this module is their executable de
 * A source **supports** now when one of its current passages supports the claim (at or above
   the support threshold), **refutes** when one refutes it and none supports it more strongly.
 * **supported**: some source supports now and none refutes now (a weak refutation loses to a
-  strong support); a time-sensitive claim also needs its newest supporting evidence inside
-  its freshness window, else it is **stale**.
+  strong support); a time-sensitive claim also needs a supporting source last known current
+  inside its freshness window (a source this run read is current today), else it is **stale**.
 * **stale**: every current view that takes a side refutes, and an older version of one of
   those same sources supported the claim: the value changed. The newest refuting judgement's
   values and sentence go into the verdict for the correction step.
@@ -96,8 +96,13 @@ def decide(
     today: date,
     freshness_days: int | None = None,
     thresholds: dict[str, float] | None = None,
+    known_current: dict[str, date] | None = None,
 ) -> Verdict:
-    """One verdict for ``claim`` from its evidence and the judgement of each passage."""
+    """One verdict for ``claim`` from its evidence and the judgement of each passage.
+
+    ``known_current``: per source, the last date its newest version was known to be current
+    (a snapshot's capture date, the newest revision that still holds it). A source missing
+    there was read by this run and nothing newer exists: it is current on ``today``."""
     th = dict(DEFAULT_THRESHOLDS)
     if thresholds:
         th.update({k: v for k, v in thresholds.items() if k in th})
@@ -187,16 +192,16 @@ def decide(
         _, e, j = max(sup.values(), key=lambda v: (v[2].confidence, _date_key(v[1].source_date)))
         window = freshness_days if freshness_days is not None else claim.freshness_days
         if claim.time_sensitive and window:
-            newest_sup = max(_date_key(v[1].source_date) for v in sup.values())
-            if newest_sup == date.min:
-                return _uncertain(claim, base, "time-sensitive claim; supporting evidence is undated",
-                                  j.confidence, kind="undated", tier=j.tier)  # fmt: skip
-            age = (today - newest_sup).days
+            # a source version is evidence until it is superseded: freshness runs from when the
+            # supporting source was last known current, not from its last edit
+            as_of = {sid: (known_current or {}).get(sid, today) for sid in sup}
+            sid_new = max(as_of, key=lambda sid: as_of[sid])
+            age = (today - as_of[sid_new]).days
             if age > window:
                 return Verdict(
                     **base, label="stale", confidence=round(min(0.9, j.confidence), 4), tier=j.tier,
-                    rationale=f"time-sensitive claim; newest supporting evidence ({e.source_id}, "
-                    f"{newest_sup.isoformat()}) is {age} days old, window {window} days",
+                    rationale=f"time-sensitive claim; the newest supporting source ({sid_new}) was last known "
+                    f"current on {as_of[sid_new].isoformat()}, {age} days ago, window {window} days",
                     gap_type="systemic", gap_severity=_severity(claim, "stale"),
                     action="add a fresher source or re-confirm the claim",
                     evidence_sentence=e.sentence,
