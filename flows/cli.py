@@ -34,6 +34,7 @@ BENCHES = {
     "speed": "kb.bench.speed",
     "deep": "kb.bench.deep",
     "pr": "kb.bench.pr",
+    "git": "kb.bench.gitload",
 }
 
 
@@ -101,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="audit a KB folder (no DOCS: the bundled demo KB)")
-    run.add_argument("docs", nargs="?", help="folder of KB documents")
+    run.add_argument("docs", nargs="?", help="folder of KB documents, or git:REPO@REV:PATH (audited read-only)")
     settings_flags(run)
     run.add_argument("--shards", type=int, help="split the documents by hash into N shards, committed as one run")
     run.add_argument("--deployment", help="run each shard as a flow run of this deployment (e.g. audit-shard/kbaudit-shard) on a work pool")

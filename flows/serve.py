@@ -17,6 +17,7 @@ from pathlib import Path
 
 from flows.options import flag_values, settings_flags
 from kb.config import load_settings
+from kb.evidence.git_source import is_git_spec
 
 DEPLOYMENT = "kbaudit-nightly"
 
@@ -67,9 +68,9 @@ class LocalServer:
 def cmd_serve(args) -> int:
     flags = {**flag_values(args), "docs": args.docs}
     settings = load_settings(flags).validate()
-    if settings.docs is not None:
+    if settings.docs is not None and not settings.docs_from_git:
         settings.docs = settings.docs.resolve()
-    settings.sources = [s.resolve() for s in settings.sources_roots]
+    settings.sources = [s if is_git_spec(s) else Path(s).resolve() for s in settings.sources_roots]
     settings.out = settings.out.resolve()
     server = None
     # Until Prefect's runner takes SIGTERM over, SIGTERM (a process manager's stop) interrupts

@@ -31,6 +31,7 @@ from kb.correct.versions import run_tables
 from kb.escalate.lessons import load_lessons
 from kb.escalate.route import EscalationResult, escalate
 from kb.evidence.embed import Embedder
+from kb.evidence.git_source import ingest_git
 from kb.evidence.receipts import canonical_rows, sign_batch
 from kb.evidence.retrieve import Retriever
 from kb.evidence.sources import load_sources
@@ -140,12 +141,15 @@ def ingest_stage(
     are not even read)."""
     shard_index, shard_count = shard
     selected = scope.selected if scope is not None else None
-    if shard_count == 1 and selected is None:
-        return ingest(settings.docs_root, settings.max_doc_bytes)
 
     def select(doc_id: str) -> bool:
         return (shard_count == 1 or shard_of(doc_id, shard_count) == shard_index) and (selected is None or doc_id in selected)
 
+    everything = shard_count == 1 and selected is None
+    if settings.docs_from_git:
+        return ingest_git(str(settings.docs), settings.max_doc_bytes, select=None if everything else select)
+    if everything:
+        return ingest(settings.docs_root, settings.max_doc_bytes)
     return ingest(settings.docs_root, settings.max_doc_bytes, select=select)
 
 
@@ -373,7 +377,8 @@ def retrieve_and_sign(
 def verdict_key(claim: Claim, evidence: list[Evidence], settings: Settings) -> str:
     """Everything a verdict depends on: the claim, its evidence set, the verifier, and for
     time-sensitive claims the date (freshness is relative to it)."""
-    evidence_set = sorted((e.passage_id, e.source_version, str(e.source_date), e.sentence, e.counterpart_of, e.section) for e in evidence)
+    evidence_set = sorted((e.passage_id, e.source_version, str(e.source_date), e.sentence, e.counterpart_of, e.section, e.removed_in)
+                          for e in evidence)  # fmt: skip
     return key_of(
         "verdict",
         claim.claim_id,

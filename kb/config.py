@@ -41,6 +41,8 @@ from fsspec.registry import known_implementations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kb.errors import ConfigError
+from kb.evidence import git_source
+from kb.evidence.git_source import is_git_spec
 from kb.records import LABELS, Claim
 
 DEPTHS = ("D0", "D1", "D2", "D3", "D4", "D5")
@@ -237,9 +239,14 @@ class Settings(Section):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=False, arbitrary_types_allowed=True)
 
-    docs: Path | None = Field(default=None, description="folder of KB documents (None: the bundled demo KB)")
-    sources: list[Path] = Field(
-        default_factory=list, **_flag("folder, .jsonl or .parquet of dated sources (repeatable)", action="append")
+    docs: Path | str | None = Field(
+        default=None, description="folder of KB documents (None: the bundled demo KB), or git:REPO@REV:PATH (read-only)"
+    )
+    # folders / .jsonl / .parquet (Path) and git:REPO[@REVS][:PATH] specs (str, kb/evidence/git_source.py)
+    sources: list[Path | str] = Field(
+        default_factory=list,
+        **_flag("folder, .jsonl or .parquet of dated sources, or git:REPO[@REVS][:PATH] (repeatable; docs/sources.md)",
+                action="append"),
     )
     out: Path = Field(default=Path("kbaudit-out"), **_flag("store folder, or a store URL such as s3://bucket/prefix (default ./kbaudit-out)"))
     out_url: str | None = None  # a remote store (fsspec URL, e.g. s3://bucket/kbaudit): kb/store/remote.py
@@ -308,18 +315,32 @@ class Settings(Section):
     @field_validator("sources", mode="before")
     @classmethod
     def _source_list(cls, value: Any) -> Any:
-        if isinstance(value, (str, Path)):  # the environment: os.pathsep-separated
-            return [item for item in str(value).split(os.pathsep) if item]
-        return value
+        if isinstance(value, str) and is_git_spec(value):
+            value = [value]  # one git spec: its PATH may hold the path separator ':'
+        elif isinstance(value, (str, Path)):  # the environment: os.pathsep-separated
+            value = [item for item in str(value).split(os.pathsep) if item]
+        return [_source_item(v, None) for v in value] if isinstance(value, (list, tuple)) else value
+
+    @field_validator("docs", mode="before")
+    @classmethod
+    def _docs_value(cls, value: Any) -> Any:
+        if isinstance(value, str) and is_git_spec(value):
+            _git_call(git_source.parse_spec, value)
+            return value
+        return Path(value) if isinstance(value, str) else value
+
+    @property
+    def docs_from_git(self) -> bool:
+        return is_git_spec(self.docs)
 
     _split_labels = field_validator("fail_on", mode="before")(_listing)
 
     @property
-    def docs_root(self) -> Path:
+    def docs_root(self) -> Path | str:
         return self.docs if self.docs is not None else DEMO_ROOT / "docs"
 
     @property
-    def sources_roots(self) -> list[Path]:
+    def sources_roots(self) -> list[Path | str]:
         if self.sources:
             return list(self.sources)
         if self.docs is None:
@@ -336,12 +357,21 @@ class Settings(Section):
             self.depth = DEPTH_NAMES[self.depth]
         if self.depth not in DEPTHS:
             raise ConfigError(f"depth must be one of {', '.join(DEPTHS)} or {', '.join(DEPTH_NAMES)}; got {self.depth!r}")
-        if not self.docs_root.is_dir():
+        if self.docs_from_git:
+            if self.apply:
+                raise ConfigError(
+                    f"--apply cannot write to a KB read from git ({self.docs}): it is audited read-only; "
+                    "run on a work tree folder to apply edits"
+                )
+            _git_call(git_source.check, str(self.docs))
+        elif not Path(self.docs_root).is_dir():
             raise ConfigError(f"documents folder not found: {self.docs_root}")
         if not self.sources_roots:
-            raise ConfigError("no sources given: pass --sources DIR (a folder, .jsonl or .parquet)")
+            raise ConfigError("no sources given: pass --sources DIR (a folder, .jsonl or .parquet, or git:REPO[@REVS][:PATH])")
         for src in self.sources_roots:
-            if not src.exists():
+            if is_git_spec(src):
+                _git_call(git_source.check, src)
+            elif not Path(src).exists():
                 raise ConfigError(f"sources not found: {src}")
         if self.top_k < 1:
             raise ConfigError("top_k must be at least 1")
@@ -500,6 +530,25 @@ def _validated(model: type[BaseModel], values: dict) -> Any:
         raise ConfigError(f"bad value for {name}: {error.get('input')!r} ({error['msg']})") from None
 
 
+def _git_call(fn, value):
+    try:
+        return fn(value)
+    except git_source.GitSpecError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _source_item(value, base: Path | None):
+    """One sources entry: a git: spec stays a string, a [[sources]] table becomes one, else a Path."""
+    if isinstance(value, dict):
+        if "git" not in value and set(value) == {"path"}:
+            return Path(value["path"]) if base is None else base / value["path"]
+        return _git_call(lambda v: git_source.spec_from_table(v, base), value)
+    if is_git_spec(str(value)):
+        _git_call(git_source.parse_spec, str(value))
+        return str(value)
+    return Path(value)
+
+
 def _file_config(cwd: Path) -> tuple[dict, str]:
     toml_path = cwd / "kbaudit.toml"
     try:
@@ -525,6 +574,8 @@ def load_settings(flags: dict | None = None, cwd: Path | None = None, environ: M
     environ = os.environ if environ is None else environ
     file_values, file_name = _file_config(cwd)
     file_values = _dashes_to_underscores(file_values)
+    if isinstance(file_values.get("sources"), list):  # [[sources]] tables resolve against the file's folder
+        file_values["sources"] = [_source_item(v, cwd) for v in file_values["sources"]]
     if "llm_api_key" in file_values:
         raise ConfigError("llm_api_key must come from the environment (KBAUDIT_LLM_API_KEY), not a file")
     try:

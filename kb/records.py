@@ -127,6 +127,9 @@ class SourceDoc:
     url: str = ""
     path: str = ""
     blocks: tuple[Block, ...] = ()
+    # the git rev (tag, branch or commit as given) this version was read at; None: not from git
+    source_rev: str | None = None
+    source_kind: str | None = None  # None: a page; "changelog": a release section; "spec": typed facts
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,8 @@ class Passage:
     end: int
     text: str
     title: str = ""
+    source_rev: str | None = None
+    source_kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -161,6 +166,11 @@ class Evidence:
     # replaced (a diff of the two versions put it in its place); "" otherwise
     counterpart_of: str = ""
     section: str = ""  # heading path above the evidence sentence, " > " joined
+    source_rev: str | None = None  # the git rev of the source version (None: not from git)
+    source_kind: str | None = None  # None: a page; "changelog" or "spec" (kb/changelog.py, kb/specs.py)
+    # for an older version's sentence that the source's newest version has no counterpart of:
+    # that version's rev (else its date); "" otherwise
+    removed_in: str = ""
 
     @property
     def evidence_id(self) -> str:

@@ -275,3 +275,159 @@ def test_link_definitions_footnotes_and_heading_attributes():
 def test_mdx_imports_are_not_prose():
     doc = parse("import Tabs from '@theme/Tabs';\n\n# Guide\n\n<Callout>The CLI is fast.</Callout>\n", "g.mdx")
     assert [b.text for b in doc.blocks] == ["Guide", "The CLI is fast."]
+
+
+# ---- raw files as they sit in repositories: containers, directives, includes ----------------
+
+RAW_CONTAINERS = """---
+title: Raw
+---
+# Options
+
+Opening text.
+{: .subtitle }
+
+!!! warning "Experimental HTTP3"
+    HTTP3 support is experimental and must be enabled.
+
+??? info "transport.readTimeout"
+
+    _Optional, Default=0s_
+
+    ```yaml tab="File (YAML)"
+    readTimeout: 42s
+    ```
+
+    - The timeout applies to the request body.
+
+=== "File (TOML)"
+
+    ```toml
+    [transport]
+    readTimeout = "42s"
+    ```
+
+    Values without units are read as seconds.
+
+::: tip Upgrading
+Run the migration before you upgrade to version 3.
+:::
+
+```{note}
+:class: dropdown
+The cache is cleared on every restart.
+```
+
+```{program-output} black --help
+Usage: black [OPTIONS]
+```
+
+:::{code-block} python
+print("never prose")
+:::
+
+{{< notice tip >}}
+Shortcode bodies are prose too.
+{{< /notice >}}
+
+{{< highlight go >}}
+fmt.Println("code, not prose")
+{{< /highlight >}}
+
+--8<-- "content/includes/oss-box.md"
+{!upgrade-notice.md!}
+{!> warning.md !}
+
+(labels/why)=
+## Why
+
+Plain closing paragraph.
+"""
+
+
+def test_containers_keep_their_prose_and_drop_their_markup():
+    doc = parse(RAW_CONTAINERS)
+    check_offsets(doc)
+    texts = [b.text for b in doc.blocks]
+    assert texts == [
+        "Options",
+        "Opening text.",
+        "Experimental HTTP3:",
+        "HTTP3 support is experimental and must be enabled.",
+        "transport.readTimeout:",
+        "Optional, Default=0s",
+        "The timeout applies to the request body.",
+        "Values without units are read as seconds.",
+        "Upgrading:",
+        "Run the migration before you upgrade to version 3.",
+        "The cache is cleared on every restart.",
+        "Shortcode bodies are prose too.",
+        "Why",
+        "Plain closing paragraph.",
+    ]
+    # the admonition body is read dedented: its list item is a list item, not indented code
+    item = next(b for b in doc.blocks if b.text.startswith("The timeout applies"))
+    assert item.kind == "list_item" and item.section == ("Options",)
+    for leaked in ("!!!", "???", ":::", "{{<", "--8<--", "{!", "readTimeout: 42s", "never prose", "Usage: black", ":class:"):
+        assert not any(leaked in t for t in texts), leaked
+
+
+def test_a_fenced_block_is_code_even_when_it_holds_container_markers():
+    doc = parse("# T\n\n```markdown\n!!! note \"Shown\"\n    Not prose: an example of markup.\n:::\n```\n\nAfter.\n")
+    assert [b.text for b in doc.blocks] == ["T", "After."]
+
+
+def test_mdx_imports_and_components_are_not_prose():
+    mdx = "---\ntitle: M\n---\nimport Tabs from '@theme/Tabs';\n\n# Install\n\n<Tabs>\n<TabItem value=\"npm\">\n\nRun the installer first.\n\n</TabItem>\n</Tabs>\n"
+    doc = parse(mdx, "page.mdx")
+    check_offsets(doc)
+    assert [b.text for b in doc.blocks] == ["Install", "Run the installer first."]
+
+
+RST = """=======
+Install
+=======
+
+Black can be installed by running ``pip install black``. It requires
+Python 3.9+ to run.
+
+.. code-block:: console
+
+   $ pip install black
+
+- The ``--line-length`` option defaults to 88.
+- See :ref:`the configuration <config>` for the rest.
+
+.. note::
+
+   The cache lives in the user cache directory.
+
+.. automodule:: black
+   :members:
+
+.. Comment: not prose.
+
+Configuration
+-------------
+
+A ``pyproject.toml`` file is found by walking up from the common base.
+"""
+
+
+def test_restructuredtext_reads_through_docutils():
+    doc = parse(RST, "install.rst")
+    check_offsets(doc)
+    assert doc.format == "rst" and doc.title == "Install"
+    got = [(b.kind, b.text) for b in doc.blocks]
+    assert got == [
+        ("heading", "Install"),
+        ("paragraph", "Black can be installed by running pip install black. It requires Python 3.9+ to run."),
+        ("list_item", "The --line-length option defaults to 88."),
+        ("list_item", "See the configuration for the rest."),
+        ("paragraph", "The cache lives in the user cache directory."),
+        ("heading", "Configuration"),
+        ("paragraph", "A pyproject.toml file is found by walking up from the common base."),
+    ]
+    last = doc.blocks[-1]
+    assert last.section == ("Install", "Configuration")
+    assert doc.text[last.start:last.end] == "A ``pyproject.toml`` file is found by walking up from the common base."

@@ -23,6 +23,13 @@ text similarity), and
 - ``drift_unmatched``: gold sentences with no claim (they count as misses / non-alarms);
 
 per project (``<project>_drift_...``) and overall. ``_build/`` is never read.
+
+``--git [DIR]`` (default ``<data>/../docsdrift-git``): nothing prepared. Each project's
+``<DIR>/<project>.bundle`` is cloned bare into a temporary folder and the raw pages
+``<DIR>/<project>/kb`` are audited against ``git:<clone>@tags:<docs path>`` (every release,
+dated by its commit); the docs path is the folder of the newest tag's tree whose files the KB's
+page names spell (``routing/entrypoints.md`` -> ``routing-entrypoints.md``). Scored with the same
+``<data>/<project>/gold.jsonl``.
 """
 
 from __future__ import annotations
@@ -60,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "release), real (the real date) or YYYY-MM-DD")
     parser.add_argument("--cache-dir", default=None, help="stage cache folder reused across runs (default: a fresh one)")
     parser.add_argument("--dump", default=None, help="write every scored gold sentence with its claims' labels here (JSONL)")
+    parser.add_argument("--git", nargs="?", const="", default=None, metavar="DIR",
+                        help="audit the raw pages against the projects' git history (DIR: the docsdrift-git folder, "
+                        "default <data>/../docsdrift-git)")  # fmt: skip
 
 
 def _newest_source_date(folder: Path) -> date | None:
@@ -94,6 +104,47 @@ def audit_project(project: Path, depth: str, today: date | None, cache_dir: Path
     sources = [project / "sources", project / "sources_old"]
     settings = Settings(docs=kb or project / "kb", sources=[s for s in sources if s.exists()], depth=depth,
                         today=today or _newest_source_date(project / "sources"), full=True)  # fmt: skip
+    settings.validate()
+    return run_audit(settings, cache_dir=cache_dir)
+
+
+def docs_path_of(repo_path: Path, kb: Path) -> str:
+    """The folder of the newest tag's tree that the KB's page names come from (``a/b.md`` is
+    page ``a-b.md``): the prefix most page names resolve under."""
+    import pygit2
+
+    from kb.evidence.git_source import _tags, _walk
+
+    repo = pygit2.Repository(str(repo_path))
+    tags = _tags(repo)
+    tree = (tags[-1].commit if tags else repo.head.peel(pygit2.Commit)).tree
+    names = {p.name for p in kb.glob("*.md")}
+    votes: dict[str, int] = {}
+    for path, _ in _walk(repo, tree):
+        flat = path.replace("/", "-")
+        for k in range(len(path)):
+            if path[k] == "/" and flat[k + 1:] in names:
+                votes[path[:k]] = votes.get(path[:k], 0) + 1
+    return max(votes, key=lambda p: (votes[p], -len(p))) if votes else ""
+
+
+def audit_project_git(project: str, git_root: Path, depth: str, today: date | None, cache_dir: Path | None, work: Path):
+    """Clone ``<git_root>/<project>.bundle`` bare and audit the raw KB against every tag."""
+    import subprocess
+
+    from kb.config import Settings
+    from kb.evidence.git_source import _tags, open_repository
+
+    clone = work / f"{project}.git"
+    subprocess.run(["git", "clone", "--quiet", "--bare", str(git_root / f"{project}.bundle"), str(clone)],
+                   check=True, capture_output=True)  # fmt: skip
+    kb = git_root / project / "kb"
+    docs_path = docs_path_of(clone, kb)
+    tags = _tags(open_repository(str(clone)))
+    newest = max((t.day for t in tags), default=None)
+    spec = f"git:{clone}@tags:{docs_path}"
+    log.info("%s: %s (%d tags, docs path %r)", project, spec, len(tags), docs_path)
+    settings = Settings(docs=kb, sources=[spec], depth=depth, today=today or newest, full=True)
     settings.validate()
     return run_audit(settings, cache_dir=cache_dir)
 
@@ -198,6 +249,12 @@ def run(args: argparse.Namespace) -> dict[str, float]:
             raise ConfigError(f"bench drift: --data {folder}: not a folder")
     projects = [p for data in map(Path, folders) for p in sorted(data.iterdir())
                 if p.is_dir() and (p / "kb").is_dir() and not p.name.startswith("_")]  # fmt: skip
+    git_root = None
+    if getattr(args, "git", None) is not None:
+        git_root = Path(args.git) if args.git else Path(folders[0]).parent / "docsdrift-git"
+        if not git_root.is_dir():
+            raise ConfigError(f"--git: no docsdrift-git folder at {git_root}")
+        projects = [p for p in projects if (git_root / f"{p.name}.bundle").is_file()]
     if getattr(args, "projects", None):
         wanted = set(args.projects.split(","))
         projects = [p for p in projects if p.name in wanted]
@@ -222,8 +279,13 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     try:
         for project in projects:
             t0 = time.perf_counter()
-            result = audit_project(project, args.depth, today, Path(cache_root) / project.name,
-                                   kb=raw_kb(project) if raw else None)  # fmt: skip
+            if git_root is not None:
+                with tempfile.TemporaryDirectory(prefix="kbaudit-drift-git-") as work:
+                    result = audit_project_git(project.name, git_root, args.depth, today, Path(cache_root) / project.name,
+                                               Path(work))  # fmt: skip
+            else:
+                result = audit_project(project, args.depth, today, Path(cache_root) / project.name,
+                                       kb=raw_kb(project) if raw else None)  # fmt: skip
             audit_s = time.perf_counter() - t0
             # scoring only: gold is read after the audit is complete
             gold_rows = _read_gold(project / "gold.jsonl")

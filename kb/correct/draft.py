@@ -37,6 +37,7 @@ from datetime import date
 from kb.config import CorrectionSettings
 from kb.records import Claim, Document, Edit, Evidence, Verdict, content_hash
 from kb.verify import verifier_for
+from kb.verify.policy import REMOVED_ACTION
 
 CORRECTABLE = ("contradicted", "stale")
 # Statuses that draft_edits gives; review adds approved, rejected, applying, applied, conflicted.
@@ -261,6 +262,11 @@ class _Draft:
 
 def _draft(claim: Claim, doc: Document, verdict: Verdict, evidence: list[Evidence]) -> _Draft:
     old_text = doc.text[claim.start : claim.end]
+    if (verdict.action or "").startswith(REMOVED_ACTION):
+        # the fact is gone from the newest source: the draft deletes the sentence, for a human
+        # to confirm or to rewrite (never accepted automatically, nothing to re-verify)
+        return _Draft(claim, doc, verdict, old_text, "", None, "delete", _deciding(verdict, evidence),
+                      evidence_key(verdict, evidence), None)  # fmt: skip
     new_text = draft_claim = None
     method = "none"
     slots, used = [], None
@@ -345,7 +351,10 @@ def draft_edits(
     for d in drafts:
         after = rechecked.get(d.claim.claim_id)
         key = proposal_key(d.claim.claim_id, d.old_text, d.new_text, d.ev_key)
-        if d.method == "none":
+        if d.method == "delete":
+            status = "removal"
+            reason = f"{d.verdict.label}: {d.verdict.action}. {d.verdict.rationale}"
+        elif d.method == "none":
             status = "needs_rewrite"
             reason = f"{d.verdict.label}: no single slot to replace; needs a human rewrite. Evidence says: {d.verdict.evidence_sentence or 'n/a'}"
         elif evidence is None or after is None:
@@ -357,7 +366,7 @@ def draft_edits(
             status = "proposed"
             swap = f"{d.slot[0]!r} -> {d.slot[1]!r}" if d.slot else "deep verifier rewrite"
             reason = f"{d.verdict.label}: {swap}; draft re-verified as supported ({after.confidence:.2f}). {d.verdict.rationale}"
-        if key in suppressed and status in ("proposed", "needs_rewrite"):
+        if key in suppressed and status in ("proposed", "needs_rewrite", "removal"):
             status, reason = "suppressed", f"rejected before with the same evidence ({suppressed[key]}); not proposed again"
         results.append((d, after, status, reason))
 
@@ -374,7 +383,9 @@ def draft_edits(
             confidence_after=after.confidence if after else None, edits_in_doc=per_doc.get(d.doc.doc_id, 1),
             settings=correction,
         )
-        if status == "proposed":
+        if status == "removal":
+            status = "queued"
+        elif status == "proposed":
             status = "auto" if risk in correction.auto_accept else "queued"
             reason += f" Risk {risk} ({points:g} points: {', '.join(f'{k} +{v:g}' for k, v in factors.items()) or 'none'})."
         e = d.deciding

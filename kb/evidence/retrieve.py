@@ -55,6 +55,9 @@ _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 # run sit in one of at most 2 older sentences, against 4 of the 116 sentences the newer release
 # dropped ("uncertain"), and those 4 runs grew to 4 or more newer sentences.
 LOCAL_EDIT = (2, 3)
+# an older sentence with no sentence at least this like it (fuzz.ratio) in the newest version of
+# its source was removed there, not reworded
+REMOVED_BELOW = 70
 
 
 def _sentence_key(text: str) -> str:
@@ -116,6 +119,8 @@ def _passage(source: SourceDoc, group: list[_Span]) -> Passage:
         end=end,
         text=" ".join(s.text for s in group),
         title=source.title,
+        source_rev=source.source_rev,
+        source_kind=source.source_kind,
     )
 
 
@@ -400,6 +405,32 @@ class Retriever:
             self._aligned[v] = self._align_versions(v, new)
         return self._aligned[v].get(sentence)
 
+    def removed_in(self, sentence: int) -> str:
+        """For a sentence of an older source version that the newest version has no counterpart
+        of (not kept, not moved, not replaced in a local edit, and no sentence of the newest
+        version like it): that version's rev, else its date. "" otherwise."""
+        v = self._version_of_sentence(sentence)
+        new = self._newest_version.get(self.passages[self._version_range[v][0]].source_id)
+        if new is None or new == v or not self._older(v, new):
+            return ""
+        if v not in self._aligned:
+            self._aligned[v] = self._align_versions(v, new)
+        if sentence in self._aligned[v]:
+            return ""
+        p = self.passages[self._version_range[new][0]]
+        na, nb = self._version_sentences[new]
+        text = self.sentences[sentence].text
+        if p.source_kind == "spec":
+            # a spec fact is "<subject>: <values>": gone when no fact of the newest spec has its subject
+            subject = text.split(": ", 1)[0] + ": "
+            if any(self.sentences[i].text.startswith(subject) for i in range(na, nb)):
+                return ""
+        else:
+            key = _sentence_key(text)
+            if any(fuzz.ratio(key, _sentence_key(self.sentences[i].text)) >= REMOVED_BELOW for i in range(na, nb)):
+                return ""  # reworded in place or elsewhere on the page: a revision, not a removal
+        return p.source_rev or (p.source_date.isoformat() if p.source_date else "")
+
     def _version_of_sentence(self, sentence: int) -> int:
         return int(np.searchsorted(self._sentence_starts, sentence, side="right") - 1)
 
@@ -473,6 +504,7 @@ class Retriever:
                 ev = []
                 for rank, j in enumerate(chosen, start=1):
                     p = self.passages[j]
+                    gone = self.removed_in(sentence[j])
                     ev.append(
                         Evidence(
                             claim_id=claim.claim_id,
@@ -489,6 +521,9 @@ class Retriever:
                             score_fused=float(fused[i, j]),
                             counterpart_of=counterpart_of.get(j, ""),
                             section=" > ".join(self.sentences[sentence[j]].section),
+                            source_rev=p.source_rev,
+                            source_kind=p.source_kind,
+                            removed_in=gone,
                         )
                     )
                 results[claim.claim_id] = ev

@@ -4,7 +4,8 @@
 ``.jsonl`` file or a ``.parquet`` file and returns ``(sources, errors)``. Bad rows become
 ``IngestError`` rows (stage ``sources``) and never stop the load: the rest is always returned.
 
-Rules (documented in docs/retrieval.md, tested in tests/test_sources.py):
+Rules (documented in docs/retrieval.md, tested in tests/test_sources.py; git sources:
+kb/git_source.py, docs/sources.md):
 
 - id: front matter / field ``id`` (``doc_id`` for SciFact), else the path relative to the folder.
 - date: front matter / field ``published_at``, ``updated_at``, ``updated`` or ``date`` (first
@@ -26,10 +27,16 @@ Rules (documented in docs/retrieval.md, tested in tests/test_sources.py):
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from kb.evidence.changelog import changelog_sources, is_changelog, release_notes_json
+from kb.evidence.dates import parse_date
+from kb.evidence.git_source import is_git_spec, load_git_sources
+from kb.evidence.specs import KIND as SPEC_KIND
+from kb.evidence.specs import is_spec_path, spec_document
 from kb.ingest.parse import ParseError, parse_document
 from kb.ingest.walk import list_documents
 from kb.records import Block, IngestError, SourceDoc, content_hash
@@ -49,9 +56,14 @@ class _Collector:
 
 
 def load_sources(path: str | Path, today: date | None = None) -> tuple[list[SourceDoc], list[IngestError]]:
-    """Load sources from a folder, a ``.jsonl`` or a ``.parquet`` file. See the module rules."""
-    path = Path(path)
+    """Load sources from a folder, a ``.jsonl`` or a ``.parquet`` file, or a ``git:`` spec
+    (kb.evidence.git_source). See the module rules."""
     col = _Collector(today or date.today())
+    if is_git_spec(path):
+        found, errors = load_git_sources(path, today=col.today)
+        col.errors.extend(errors)
+        return _dedupe(found, col), col.errors
+    path = Path(path)
     if not path.exists():
         col.error(str(path), "sources path does not exist")
         return [], col.errors
@@ -61,53 +73,15 @@ def load_sources(path: str | Path, today: date | None = None) -> tuple[list[Sour
         _load_jsonl(path, col)
     elif path.suffix.lower() == ".parquet":
         _load_parquet(path, col)
+    elif path.suffix.lower() == ".json":
+        _load_json(path, col)
     else:
-        col.error(str(path), f"unsupported sources file type {path.suffix!r} (folder, .jsonl or .parquet)")
+        col.error(str(path), f"unsupported sources file type {path.suffix!r} (folder, .jsonl, .parquet or release notes .json)")
         return [], col.errors
     return _dedupe(col.sources, col), col.errors
 
 
 # ---------------------------------------------------------------- dates, authority
-
-
-def parse_date(value) -> date | None:
-    """A date from a YAML/JSON/Parquet value, or None when it cannot be read."""
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    if hasattr(value, "to_pydatetime"):  # pandas Timestamp
-        try:
-            return value.to_pydatetime().date()
-        except (ValueError, OverflowError):
-            return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if 1000 <= value <= 9999 and float(value).is_integer():
-            return date(int(value), 1, 1)
-        try:  # epoch seconds (or milliseconds)
-            secs = value / 1000 if value > 1e11 else value
-            return datetime.fromtimestamp(secs, tz=UTC).date()
-        except (ValueError, OverflowError, OSError):
-            return None
-    text = str(value).strip()
-    if not text:
-        return None
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        pass
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
-    except ValueError:
-        pass
-    for fmt in ("%Y/%m/%d", "%d %B %Y", "%d %b %Y", "%B %d, %Y", "%b %d, %Y", "%B %Y", "%b %Y", "%Y-%m", "%Y"):
-        try:
-            return datetime.strptime(text, fmt).date()
-        except ValueError:
-            continue
-    return None
 
 
 def _mtime(path: Path) -> date | None:
@@ -149,7 +123,8 @@ def _authority(meta: dict, where: str, col: _Collector) -> float:
     return value
 
 
-def _make(col: _Collector, *, source_id, text, title, meta, origin, fallback_path, where, url="", blocks=(), path=None):
+def _make(col: _Collector, *, source_id, text, title, meta, origin, fallback_path, where, url="", blocks=(), path=None,
+          source_kind=None):
     if not isinstance(text, str) or not text.strip():
         col.error(where, f"source {source_id!r} has no text: skipped")
         return
@@ -166,6 +141,7 @@ def _make(col: _Collector, *, source_id, text, title, meta, origin, fallback_pat
             url=str(url or ""),
             path=str(path or where),
             blocks=tuple(blocks),
+            source_kind=source_kind,
         )
     )
 
@@ -173,10 +149,39 @@ def _make(col: _Collector, *, source_id, text, title, meta, origin, fallback_pat
 # ---------------------------------------------------------------- folder
 
 
+def _spec_files(root: Path) -> list[Path]:
+    """Spec and config files under root (kb/specs.py), hidden folders and links left out."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if is_spec_path(name) and not path.is_symlink() and (not name.startswith(".") or name.lower() == ".env"):
+                out.append(path)
+    return out
+
+
+def _load_specs(root: Path, col: _Collector) -> None:
+    resolved = root.resolve()
+    for file in _spec_files(resolved):
+        rel = file.relative_to(resolved).as_posix()
+        try:
+            raw = file.read_bytes()
+        except OSError as exc:
+            col.error(rel, f"unreadable: {exc.strerror or exc}")
+            continue
+        doc = spec_document(raw, rel, rel, col.errors)
+        if doc is None:
+            continue
+        _make(col, source_id=rel, text=doc.text, title=doc.title, meta={}, origin="front_matter", fallback_path=file,
+              where=rel, blocks=doc.blocks, path=file, source_kind=SPEC_KIND)  # fmt: skip
+
+
 def _load_folder(root: Path, col: _Collector) -> None:
     """Same walk and parser as KB documents (``.kbauditignore``, hidden files, links leaving the root)."""
     files, walk_errors = list_documents(root)
     col.errors.extend(walk_errors)
+    _load_specs(root, col)
     resolved = root.resolve()
     for file in files:
         rel = file.relative_to(resolved).as_posix()
@@ -201,6 +206,11 @@ def _load_folder(root: Path, col: _Collector) -> None:
         if not any(b.text.strip() for b in doc.blocks):
             col.error(rel, f"source {source_id!r} has no text: skipped")
             continue
+        if is_changelog(rel, meta):
+            entries = changelog_sources(doc, str(source_id), rel, col.errors, authority=_authority(meta, rel, col), path=str(file))
+            if entries:
+                col.sources.extend(entries)
+                continue
         _make(
             col,
             source_id=source_id,
@@ -287,6 +297,20 @@ def _load_jsonl(file: Path, col: _Collector) -> None:
             _row_to_source(row, file, where, col)
 
 
+def _load_json(file: Path, col: _Collector) -> None:
+    """A .json file: GitHub release notes (a list of releases), one dated source per release."""
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        col.error(str(file), f"unreadable: {exc.strerror or exc}")
+        return
+    found = release_notes_json(raw, file.name, str(file), col.errors)
+    if found is None:
+        col.error(str(file), "not GitHub release notes JSON (a list of {tag_name, body, published_at}): skipped")
+        return
+    col.sources.extend(found)
+
+
 def _load_parquet(file: Path, col: _Collector) -> None:
     try:
         import pyarrow.parquet as pq
@@ -320,7 +344,7 @@ def _dedupe(sources: list[SourceDoc], col: _Collector) -> list[SourceDoc]:
                 f"source {s.source_id!r} has the same text under two dates "
                 f"({prev.source_date}, {s.source_date}): one version kept, dated {latest.source_date}",
             )
-            kept[key] = replace(prev, source_date=latest.source_date, date_origin=latest.date_origin)
+            kept[key] = replace(prev, source_date=latest.source_date, date_origin=latest.date_origin, source_rev=latest.source_rev)
     out = [kept[k] for k in order]
     seen: dict[tuple[str, date | None], str] = {}
     for s in out:

@@ -30,6 +30,7 @@ from typing import overload
 import yaml
 
 from kb.errors import ParseError
+from kb.ingest.rst import rst_blocks
 from kb.records import Block, Document, content_hash
 
 __all__ = ["ParseError", "OffsetMap", "parse_document", "read_front_matter", "detect_format"]
@@ -37,6 +38,7 @@ __all__ = ["ParseError", "OffsetMap", "parse_document", "read_front_matter", "de
 FRONT_MATTER_MAX = 64 * 1024  # bytes of YAML we are willing to read
 MARKDOWN_EXT = {".md", ".markdown", ".mdx", ".mkd", ".mdown"}
 HTML_EXT = {".html", ".htm", ".xhtml"}
+RST_EXT = {".rst", ".rest"}
 _INLINE_WINDOW = 1000  # how far inline markup looks for its closing delimiter
 
 
@@ -305,6 +307,8 @@ def detect_format(path: str) -> str:
         return "markdown"
     if suffix in HTML_EXT:
         return "html"
+    if suffix in RST_EXT:
+        return "rst"
     return "text"
 
 
@@ -326,12 +330,18 @@ def parse_document(raw: bytes, doc_id: str, path: str) -> Document:
     fmt = detect_format(path or doc_id)
     meta: dict = {}
     body = 0
-    if fmt in ("markdown", "text"):
+    if fmt in ("markdown", "text", "rst"):
         meta, body = read_front_matter(text)
     if fmt == "markdown":
         blocks, first_heading = _MarkdownParser(text, body, mdx=PurePath(path or doc_id).suffix.lower() == ".mdx").run()
     elif fmt == "html":
         blocks, first_heading = _parse_html(text)
+    elif fmt == "rst":
+        found, first_heading = rst_blocks(text, body)
+        blocks = [Block(kind=k, start=o[0], end=o[-1] + 1, text=t, offsets=OffsetMap.from_offsets(o), section=sec, level=lv)
+                  for k, t, o, sec, lv in found]  # fmt: skip
+        if not blocks and text[body:].strip():
+            blocks, first_heading = _MarkdownParser(text, body, plain=True).run()
     else:
         blocks, first_heading = _MarkdownParser(text, body, plain=True).run()
 
@@ -557,54 +567,135 @@ _HEADING_ATTRS = re.compile(r"[ \t]*\{[#.][^{}]{0,200}\}[ \t]*$")
 _LAST_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
 
-# MkDocs admonitions ("!!! note", '??? tip "Title"'), content tabs ('=== "YAML"') and their
-# collapsible forms: the body is the container's lines indented four more columns
-_CONTAINER_OPEN = re.compile(r"[ \t]*(?:(?:!!!|\?\?\?\+?)[ \t]*[\w-]+(?:[ \t]+[\w-]+)*(?:[ \t]+\"[^\"\n]*\")?|===\+?[ \t]+\"[^\"\n]*\")[ \t]*")
+# Containers of the documentation generators (docs/sources.md, "Raw files"). Their prose is
+# read as prose: the marker lines go, an indented body is read dedented, a title becomes a
+# lead-in paragraph ("Title:"), and directives that hold code or generated output are skipped.
+_ADMONITION = re.compile(r"( *)(?:!!!|\?\?\?\+?)[ \t]*(?:[A-Za-z][\w-]*)?(?:[ \t]+\"([^\"]*)\")?[ \t]*(?:[A-Za-z][\w -]*)?$")
+_TAB = re.compile(r"( *)===\+?[ \t]+\"[^\"]*\"[ \t]*$")
+_COLON_FENCE = re.compile(r" {0,3}(:{3,})[ \t]*(\{[A-Za-z][\w-]*\}|[A-Za-z][\w-]*)?[ \t]*(.*?)[ \t]*$")
+_MYST_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\{([A-Za-z][\w-]*)\}[ \t]*(.*?)[ \t]*$")
+_DIRECTIVE_OPTION = re.compile(r"[ \t]*:[\w-]+:(?:[ \t].*)?$")
+_INCLUDE_LINE = re.compile(r"[ \t]*(?:--8<--[ \t]+[\"'][^\"']*[\"']|\{!>?[^{}]*!\}|\{%[ \t]*include[ \t][^{}]*%\})[ \t]*$")
+_SNIPPET_BLOCK = re.compile(r"[ \t]*--8<--[ \t]*$")
+_SHORTCODE_LINE = re.compile(r"[ \t]*(?:\{\{[<%][^{}]*[%>]\}\}[ \t]*)+$")
+_SHORTCODE_CODE = re.compile(r"[ \t]*\{\{[<%][ \t]*(highlight|code|mermaid)\b[^{}]*[%>]\}\}")
+_ATTR_LIST_LINE = re.compile(r"[ \t]*\{:?[ \t]*[.#][^{}]*\}[ \t]*$|\([\w/.:-]+\)=[ \t]*$")  # attr list; MyST target
+_MARKUP_LEADS = frozenset("!?=:`~{(-")
+# directives whose body is prose (MyST / Sphinx admonitions); any other directive is skipped
+PROSE_DIRECTIVES = frozenset({
+    "note", "tip", "hint", "important", "warning", "caution", "attention", "danger", "error",
+    "seealso", "admonition", "info", "details", "versionadded", "versionchanged", "deprecated",
+    "topic", "sidebar", "dropdown", "tab-item", "tab-set", "card", "grid-item-card",
+})  # fmt: skip
 
 
-def _indent(text: str, s: int, e: int) -> int:
-    k = s
-    while k < e and text[k] == " ":
-        k += 1
-    return k - s
-
-
-def _open_containers(text: str, lines: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The lines of a Markdown page with container markers removed and container bodies
-    dedented, so an admonition's prose is prose and not an indented code block. Line spans only
-    move their start, so every offset still points into the page. Fenced code is left as is."""
-    if "!!!" not in text and "???" not in text and "===" not in text:
-        return lines  # no container on the page: nothing to do (most pages)
+def _unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], dict[int, tuple[str, int]]]:
+    """Lines with container markup blanked and container bodies dedented (spans stay exact);
+    returns them and {line index: (title, offset)} for container titles."""
     out: list[tuple[int, int]] = []
-    stack: list[int] = []  # body indents of the open containers
-    fence = ""
+    titles: dict[int, tuple[str, int]] = {}
+    indents: list[int] = []  # body indent of each open indented container (admonition, tab)
+    closers: list[str] = []  # the fence that closes each open MyST backtick directive
+    fence: str | None = None  # inside a code fence: nothing is markup
+    skip_until: re.Pattern | None = None
+    skip_fence: str | None = None  # a directive that is not prose: skipped to its closing fence
+    snippet = False
+    options = False
     for s, e in lines:
-        if s == e or not text[s:e].strip():
+        line = text[s:e]
+        stripped = line.strip()
+        if not stripped:
             out.append((s, e))
             continue
-        ind = _indent(text, s, e)
-        while stack and ind < stack[-1]:
-            stack.pop()
-        shift = stack[-1] if stack else 0
-        body = s + shift
-        line = text[body:e]
-        fm = _FENCE.match(line)
-        if fence:
-            if fm and fm.group(1).startswith(fence) and not line.strip().strip(fence[0]):
-                fence = ""
-            out.append((body, e))
+        indent = len(line) - len(line.lstrip(" "))
+        while indents and indent < indents[-1]:
+            indents.pop()
+        cut = min(indents[-1], indent) if indents else 0
+        body = line[cut:]
+        if fence is not None:
+            out.append((s + cut, e))
+            if body.lstrip().startswith(fence) and not body.strip().strip(fence[0]):
+                fence = None
             continue
-        if fm and not (fm.group(1)[0] == "`" and "`" in line[fm.end():]):
-            fence = fm.group(1)
-            out.append((body, e))
+        if skip_fence is not None:
+            out.append((s, s))
+            if body.lstrip().startswith(skip_fence) and not body.strip().strip(skip_fence[0]):
+                skip_fence = None
             continue
-        m = _CONTAINER_OPEN.fullmatch(text, body, e)
+        if skip_until is not None:
+            out.append((s, s))
+            if skip_until.match(line):
+                skip_until = None
+            continue
+        if snippet:
+            out.append((s, s))
+            snippet = not _SNIPPET_BLOCK.match(line)
+            continue
+        if options and _DIRECTIVE_OPTION.match(body):
+            out.append((s, s))
+            continue
+        options = False
+        lead = body.lstrip()[:1]
+        if lead not in _MARKUP_LEADS:  # most lines: nothing here can be markup
+            out.append((s + cut, e))
+            continue
+        m = _ADMONITION.match(body) if body.lstrip()[:3] in ("!!!", "???") else None
         if m:
-            stack.append(ind + 4)
-            out.append((e, e))  # the marker line reads as a blank line
+            title = m.group(2)
+            out.append((s, s))
+            if title and title.strip():
+                t0 = s + cut + m.start(2) + (len(title) - len(title.lstrip()))
+                titles[len(out) - 1] = (title.strip(), t0)
+            indents.append(cut + len(m.group(1)) + 4)
             continue
-        out.append((body, e))
-    return out
+        m = _TAB.match(body)
+        if m:
+            out.append((s, s))  # a tab's label names a variant ("File (YAML)"), it states nothing
+            indents.append(cut + len(m.group(1)) + 4)
+            continue
+        m = _MYST_FENCE.match(body)
+        if m:
+            out.append((s, s))
+            if m.group(2).lower() in PROSE_DIRECTIVES:
+                closers.append(m.group(1))
+                options = True
+                if m.group(3):
+                    titles[len(out) - 1] = (m.group(3), s + cut + m.start(3))
+            else:
+                skip_fence = m.group(1)
+            continue
+        if closers and body.strip() == closers[-1]:
+            closers.pop()
+            out.append((s, s))
+            continue
+        m = _FENCE.match(body)
+        if m and not (m.group(1)[0] == "`" and "`" in body[m.end():]):
+            fence = m.group(1)
+            out.append((s + cut, e))
+            continue
+        m = _COLON_FENCE.match(body)
+        if m:
+            out.append((s, s))
+            kind = (m.group(2) or "").strip("{}").lower()
+            if m.group(2) and m.group(2).startswith("{") and kind not in PROSE_DIRECTIVES:
+                skip_until = re.compile(r" {0,3}" + m.group(1) + r"[ \t]*$")
+                continue
+            if m.group(3) and kind != "code-group":
+                titles[len(out) - 1] = (m.group(3), s + cut + m.start(3))
+            options = bool(m.group(2)) and m.group(2).startswith("{")
+            continue
+        if _INCLUDE_LINE.match(line) or _SHORTCODE_LINE.match(line) or _ATTR_LIST_LINE.match(line):
+            out.append((s, s))
+            cm = _SHORTCODE_CODE.match(line)
+            if cm:
+                skip_until = re.compile(r"[ \t]*\{\{[<%][ \t]*/" + cm.group(1) + r"\b")
+            continue
+        if _SNIPPET_BLOCK.match(line):
+            out.append((s, s))
+            snippet = True
+            continue
+        out.append((s + cut, e))
+    return out, titles
 
 
 def _looks_like_title(line: str) -> bool:
@@ -641,6 +732,7 @@ class _MarkdownParser:
         self.list_lead = ""  # lead-in for the current top-level list
         self.last_block_kind = ""
         self.last_para_text = ""
+        self.titles: dict[int, tuple[str, int]] = {}  # line index -> container title
 
     # -- helpers
     def _section(self) -> tuple[str, ...]:
@@ -795,7 +887,8 @@ class _MarkdownParser:
         if self.plain:
             self._run_plain(lines)
         else:
-            self._run_markdown(_open_containers(text, lines))
+            lines, self.titles = _unwrap_containers(text, lines)
+            self._run_markdown(lines)
         self._flush()
         return self.blocks, self.first_h1 or self.first_heading
 
@@ -892,6 +985,19 @@ class _MarkdownParser:
         while i < nlines:
             s, e = lines[i]
             line = text[s:e]
+            if i in self.titles:  # a container's title: a lead-in paragraph of its own
+                self._flush()
+                self.list_stack.clear()
+                title, off = self.titles[i]
+                out = _Text()
+                _inline(out, title, off)
+                if out.n and not title.rstrip().endswith((":", ".", "?", "!")):
+                    out.add_synthetic(":", off + len(title) - 1)
+                block = self._emit("paragraph", [], text_map=out.build())
+                if block is not None:
+                    self.last_para_text = block.text
+                i += 1
+                continue
             # ignore passages and comments
             if "<!--" in line:
                 if _IGNORE_START.search(line):

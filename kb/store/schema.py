@@ -106,6 +106,9 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("receipt_id", _STR),
             ("counterpart_of", _STR),
             ("section", _STR),
+            ("source_rev", _STR),  # git rev of the source version; absent in stores written before it
+            ("source_kind", _STR),  # null: a page; changelog | spec; absent in older stores
+            ("removed_in", _STR),  # the newest version (rev or date) that dropped this sentence; absent in older stores
         ]
     ),
     "verdicts": pa.schema(

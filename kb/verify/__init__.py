@@ -36,6 +36,7 @@ from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status
 from kb.verify.revision import apply_contrast
 from kb.verify.rules import judge_numbers, judge_rules
 from kb.verify.slots import canonical, content_set, content_words, word_tokens
+from kb.verify.specfacts import judge_spec_fact
 
 __all__ = ["Verifier", "VerifierSettings", "verifier_for", "decide", "document_status", "judge_rules", "combine"]
 
@@ -140,6 +141,10 @@ class Verifier:
         """The rules' best judgement over the evidence sentence and aligned passage sentences,
         and the sentence the model should see."""
         sentence = ev.sentence or ev.passage
+        if ev.source_kind == "spec":
+            fact = judge_spec_fact(claim.text, sentence)
+            if fact is not None:
+                return fact, sentence
         if claim.reason == SETTING_NOTE:
             return self._setting_judgement(claim, ev, sentence)
         texts = [claim.text]

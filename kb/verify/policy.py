@@ -57,6 +57,7 @@ _FINITE_VERB = re.compile(
     r"|rose|spoke|broke|chose|drove|got|shot|sat|threw|wore)\b|\b[a-z]{2,}ed\b", re.IGNORECASE)
 
 UNDECIDABLE_TYPES = ("speculative", "normative")
+REMOVED_ACTION = "removed in"  # a stale verdict's action that starts so: the fact is gone, not changed
 
 
 def underspecified(text: str) -> bool:
@@ -124,7 +125,9 @@ def decide(
     current: dict[str, list[tuple[Evidence, Judgement]]] = defaultdict(list)
     history: dict[str, list[tuple[Evidence, Judgement]]] = defaultdict(list)
     for e, j in pairs:
-        if _date_key(e.source_date) == newest[e.source_id]:
+        # a sentence the source's newest version dropped is history, even where that newest
+        # version is not among the evidence
+        if _date_key(e.source_date) == newest[e.source_id] and not e.removed_in:
             current[e.source_id].append((e, j))
         else:
             history[e.source_id].append((e, j))
@@ -168,6 +171,12 @@ def decide(
         elif top_s[2].confidence >= th["clear_side"] and top_r[2].confidence < th["weak_side"]:
             ref = {}
         else:
+            superseding = _changelog_supersedes(claim, base, sup, ref)
+            if superseding is not None and superseding.label != "supported":
+                return superseding
+            if superseding is not None:
+                ref = {}  # a changelog entry newer than the refuting pages states the claim
+        if sup and ref:
             names = ", ".join(sorted(set(sup) | set(ref)))
             return _uncertain(
                 claim, base,
@@ -288,6 +297,16 @@ def decide(
     rewrite = None if vague else _placed_rewrite(claim, base, history, current, th)
     if rewrite:
         return rewrite
+    removed = [(e, j) for e, j in old_sup if e.removed_in and j.confidence >= th["support"]]
+    if removed and not vague:
+        e, j = max(removed, key=lambda p: p[1].confidence)
+        return Verdict(
+            **base, label="stale", confidence=round(min(j.confidence, 0.9), 4), tier=j.tier,
+            rationale=f"{e.source_id}: older version ({_d(e)}) supports ({j.rationale}); removed in {e.removed_in}: "
+            "the newest version has no counterpart",
+            gap_type="technical", gap_severity=_severity(claim, "stale"),
+            action=f"{REMOVED_ACTION} {e.removed_in}: delete the sentence or rewrite it (review)",
+        )  # fmt: skip
     if old_sup:
         e, j = old_sup[0]
         return _uncertain(
@@ -304,6 +323,37 @@ def decide(
         f"low confidence: best {top[1].relation} {top[1].confidence:.2f} ({top[1].rationale})",
         top[1].confidence, kind="low_confidence", tier=top[1].tier,
     )  # fmt: skip
+
+
+def _changelog_supersedes(claim: Claim, base: dict, sup: dict, ref: dict) -> Verdict | None:
+    """Where current sources disagree and one side's newest word is a changelog entry dated after
+    every source on the other side, the entry supersedes them (a release note announces the
+    change the pages have not caught up with, or that they already describe). A refuting entry
+    makes the claim stale, with the pages' support as its history; a supporting one lets the
+    support stand (returned as a "supported" marker). None: no such entry."""
+
+    def newest_log(side: dict):
+        logs = [v for v in side.values() if v[1].source_kind == "changelog" and v[1].source_date]
+        return max(logs, key=lambda v: v[1].source_date, default=None)
+
+    def newest_other(side: dict):
+        return max((_date_key(v[1].source_date) for v in side.values() if v[1].source_kind != "changelog"), default=date.min)
+
+    log_r, log_s = newest_log(ref), newest_log(sup)
+    if log_r and log_r[1].source_date > newest_other(sup) and (not log_s or log_r[1].source_date > log_s[1].source_date):
+        _, e_new, j_new = log_r
+        _, e_old, j_old = max(sup.values(), key=lambda v: (_date_key(v[1].source_date), v[2].confidence))
+        return Verdict(
+            **base, label="stale", confidence=round(min(j_new.confidence, j_old.confidence), 4), tier=j_new.tier,
+            rationale=f"{e_old.source_id} ({_d(e_old)}) supports ({j_old.rationale}); the newer changelog entry "
+            f"{e_new.source_id} ({_d(e_new)}) refutes ({j_new.rationale})",
+            gap_type="technical", gap_severity=_severity(claim, "stale"),
+            action="update to the newer value" if j_new.evidence_value else "rewrite from the newer source",
+            claim_value=j_new.claim_value, evidence_value=j_new.evidence_value, evidence_sentence=e_new.sentence,
+        )  # fmt: skip
+    if log_s and log_s[1].source_date > newest_other(ref) and (not log_r or log_s[1].source_date > log_r[1].source_date):
+        return Verdict(**base, label="supported", confidence=0.0, tier="rules", rationale="")
+    return None
 
 
 def _revised(claim: Claim, base: dict, sid: str, old, rev, th) -> Verdict:

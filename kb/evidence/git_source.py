@@ -1,0 +1,454 @@
+"""Sources (and KB trees) read from git: every file at every rev asked for, dated by its commit.
+
+``git:REPO[@REVS][:PATH]``
+
+- ``REPO``: a work tree or a bare repository (read with pygit2; nothing is checked out, the
+  repository is never written to).
+- ``REVS``: a comma list of tags, branches or commits, or ``tags`` (every tag, in version
+  order). Default: every tag, then ``HEAD``.
+- ``PATH``: a folder or a glob inside the repository (default: the whole tree). Source ids are
+  paths relative to the folder (for a glob: to the repository root).
+
+Rules (docs/sources.md; tests in tests/test_git_sources.py):
+
+- each file at each rev is one source version, dated by the rev's committer date
+  (``date_origin='git'``), with the rev name in ``source_rev``; a blob that is the same at
+  several revs is one version carrying the latest rev and date (the existing version rules);
+- a file renamed or moved between two consecutive revs (git's rename detection,
+  ``Diff.find_similar``) keeps its identity: all its versions share one source id, the path at
+  the newest rev that has it;
+- only the trees of the revs asked for are read, and each distinct blob is parsed once;
+- bad input is an ``IngestError`` row and the rest still loads: a rev that does not resolve,
+  PATH absent at a rev, a shallow clone, a binary document, a symlink leaving the tree.
+  A REPO that is not a repository is a usage error (``GitSpecError``: exit 2).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import pygit2
+
+from kb.evidence.changelog import changelog_sources, is_changelog, sections
+from kb.evidence.specs import KIND as SPEC_KIND
+from kb.evidence.specs import SPEC_SUFFIXES, is_spec_path, spec_document
+from kb.ingest.parse import ParseError, parse_document
+from kb.records import Document, IngestError, SourceDoc, content_hash
+
+PREFIX = "git:"
+DOC_SUFFIXES = {".md", ".markdown", ".mdx", ".txt", ".text", ".html", ".htm", ".rst"}
+SOURCE_SUFFIXES = DOC_SUFFIXES | SPEC_SUFFIXES  # a KB read from git takes documents only
+MAX_FILE_BYTES = 5_000_000
+_GLOB = re.compile(r"[*?\[]")
+
+
+class GitSpecError(ValueError):
+    """A git source that cannot be used at all (bad syntax, not a repository): exit 2."""
+
+
+@dataclass(frozen=True)
+class GitSpec:
+    repo: str
+    revs: tuple[str, ...] | None = None  # None: every tag, then HEAD
+    path: str = ""
+
+    def __str__(self) -> str:
+        out = PREFIX + self.repo
+        if self.revs is not None:
+            out += "@" + ",".join(self.revs)
+        if self.path:
+            out += ":" + self.path
+        return out
+
+
+def is_git_spec(value) -> bool:
+    return isinstance(value, str) and value.startswith(PREFIX)
+
+
+def parse_spec(text: str) -> GitSpec:
+    """``git:REPO[@REVS][:PATH]`` -> GitSpec (GitSpecError on bad syntax)."""
+    if not is_git_spec(text):
+        raise GitSpecError(f"not a git source (expected git:REPO[@REVS][:PATH]): {text!r}")
+    body = text[len(PREFIX):]
+    revs: tuple[str, ...] | None = None
+    path = ""
+    if "@" in body:
+        repo, rest = body.rsplit("@", 1)
+        rev_text, _, path = rest.partition(":")
+        revs = tuple(r.strip() for r in rev_text.split(",") if r.strip())
+        if not revs:
+            raise GitSpecError(f"empty rev list in {text!r} (give tags, branches, commits or 'tags')")
+    else:
+        repo, _, path = body.partition(":")
+    if not repo:
+        raise GitSpecError(f"no repository in {text!r} (expected git:REPO[@REVS][:PATH])")
+    return GitSpec(repo=repo, revs=revs, path=path.strip("/"))
+
+
+def spec_from_table(table: dict, base: Path | None = None) -> str:
+    """A ``[[sources]]`` table (``git``, ``revs``, ``path``) as a ``git:`` spec string."""
+    unknown = set(table) - {"git", "revs", "path"}
+    if unknown:
+        raise GitSpecError(f"unknown key(s) in [[sources]]: {', '.join(sorted(unknown))} (git, revs, path)")
+    repo = table.get("git")
+    if not isinstance(repo, str) or not repo:
+        raise GitSpecError("[[sources]] needs git = \"REPO\" (a work tree or bare repository)")
+    if base is not None and not Path(repo).is_absolute():
+        repo = str((base / repo).resolve())
+    revs = table.get("revs")
+    if isinstance(revs, str):
+        revs = [revs]
+    if revs is not None and (not isinstance(revs, list) or not all(isinstance(r, str) and r for r in revs) or not revs):
+        raise GitSpecError("[[sources]] revs must be a non-empty list of tags, branches or commits (or \"tags\")")
+    spec = GitSpec(repo=repo, revs=tuple(revs) if revs else None, path=str(table.get("path") or "").strip("/"))
+    return str(spec)
+
+
+def open_repository(repo: str) -> pygit2.Repository:
+    try:
+        found = pygit2.discover_repository(repo)
+        if found is None:
+            raise GitSpecError(f"not a git repository: {repo}")
+        return pygit2.Repository(found)
+    except (pygit2.GitError, KeyError, OSError) as exc:
+        raise GitSpecError(f"not a git repository: {repo} ({str(exc).strip()[:80]})") from None
+
+
+def check(text: str) -> GitSpec:
+    """Parse and open a spec once (settings validation): GitSpecError when unusable."""
+    spec = parse_spec(text)
+    open_repository(spec.repo)
+    return spec
+
+
+# ---------------------------------------------------------------- revs
+
+
+def _version_key(name: str):
+    """Natural version order: 'v2.10.0' after 'v2.9.0'; non-numeric parts compare as text."""
+    parts = [p for p in re.findall(r"\d+|[A-Za-z]+", name) if p.lower() != "v"]
+    # a word ("rc1", "beta") sorts below any number and below the end of the name, so a
+    # pre-release comes before the release it precedes, and "2.5.0.1" after "2.5.0"
+    key = [(0, int(p), "") if p.isdigit() else (-1, 0, p.lower()) for p in parts]
+    return (*key, (-0.5, 0, ""))
+
+
+def commit_date(commit: pygit2.Commit) -> date:
+    tz = timezone(timedelta(minutes=commit.committer.offset))
+    return datetime.fromtimestamp(commit.committer.time, tz=tz).date()
+
+
+@dataclass(frozen=True)
+class Rev:
+    name: str
+    commit: pygit2.Commit
+
+    @property
+    def day(self) -> date:
+        return commit_date(self.commit)
+
+
+def _tags(repo: pygit2.Repository) -> list[Rev]:
+    out = []
+    for ref in repo.references:
+        if not ref.startswith("refs/tags/"):
+            continue
+        try:
+            commit = repo.revparse_single(ref).peel(pygit2.Commit)
+        except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
+            continue  # a tag of a tree or blob: no commit date, nothing to read
+        out.append(Rev(ref[len("refs/tags/"):], commit))
+    out.sort(key=lambda r: (_version_key(r.name), r.commit.committer.time))
+    return out
+
+
+def resolve_revs(repo: pygit2.Repository, spec: GitSpec, errors: list[IngestError]) -> list[Rev]:
+    """The revs of a spec, oldest first (tags in version order); bad revs become error rows."""
+    where = str(spec)
+    if spec.revs is None:
+        revs = _tags(repo)
+        try:
+            head = repo.head.peel(pygit2.Commit)
+            if not any(r.commit.id == head.id for r in revs):
+                revs.append(Rev("HEAD", head))
+        except (pygit2.GitError, KeyError, ValueError):
+            if not revs:
+                errors.append(IngestError(where, "sources", "repository has no tags and no HEAD commit: nothing to read"))
+        return revs
+    out: list[Rev] = []
+    for name in spec.revs:
+        if name == "tags":
+            out.extend(_tags(repo))
+            continue
+        try:
+            commit = repo.revparse_single(name).peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            errors.append(IngestError(where, "sources", f"rev {name!r} does not resolve to a commit: skipped"))
+            continue
+        out.append(Rev(name, commit))
+    seen = set()
+    unique = []
+    for r in out:
+        if r.commit.id not in seen:
+            seen.add(r.commit.id)
+            unique.append(r)
+    return unique
+
+
+# ---------------------------------------------------------------- files at a rev
+
+
+def _in_scope(path: str, spec_path: str) -> bool:
+    if not spec_path:
+        return True
+    if _GLOB.search(spec_path):
+        return fnmatch.fnmatchcase(path, spec_path) or fnmatch.fnmatchcase(path, spec_path.rstrip("/") + "/*")
+    return path == spec_path or path.startswith(spec_path + "/")
+
+
+def _relative(path: str, spec_path: str) -> str:
+    if spec_path and not _GLOB.search(spec_path):
+        if path == spec_path:
+            return posixpath.basename(path)
+        return path[len(spec_path) + 1:]
+    return path
+
+
+def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""):
+    for entry in tree:
+        path = f"{prefix}{entry.name}"
+        if entry.filemode == pygit2.enums.FileMode.TREE:
+            yield from _walk(repo, repo[entry.id], path + "/")
+        elif entry.filemode == pygit2.enums.FileMode.COMMIT:
+            continue  # a submodule: its files are in another repository
+        else:
+            yield path, entry
+
+
+def _subtree(repo: pygit2.Repository, tree: pygit2.Tree, spec_path: str):
+    """(tree to walk, prefix) for a folder PATH, the whole tree for a glob; None: absent."""
+    if not spec_path or _GLOB.search(spec_path):
+        return tree, ""
+    try:
+        entry = tree[spec_path]
+    except KeyError:
+        return None
+    if entry.filemode == pygit2.enums.FileMode.TREE:
+        return repo[entry.id], spec_path + "/"
+    return entry, ""
+
+
+def files_at(repo: pygit2.Repository, rev: Rev, spec_path: str, where: str, errors: list[IngestError],
+             suffixes=DOC_SUFFIXES) -> dict[str, pygit2.Object]:
+    """Repository path -> blob of each readable document file in scope at rev."""
+    found = _subtree(repo, rev.commit.tree, spec_path)
+    if found is None:
+        errors.append(IngestError(where, "sources", f"path {spec_path!r} is absent at {rev.name}: nothing read there"))
+        return {}
+    node, prefix = found
+    if isinstance(node, pygit2.Tree):
+        entries = list(_walk(repo, node, prefix))
+    else:  # PATH names one file
+        entries = [(spec_path, node)]
+    out: dict[str, pygit2.Object] = {}
+    for path, entry in entries:
+        if not _in_scope(path, spec_path):
+            continue
+        name = posixpath.basename(path)
+        if not (name.lower() == ".env" and ".env" in suffixes) and (
+                name.startswith(".") or posixpath.splitext(name)[1].lower() not in suffixes):
+            continue
+        if entry.filemode == pygit2.enums.FileMode.LINK:
+            target = repo[entry.id].data.decode("utf-8", "replace")
+            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+            if target.startswith("/") or resolved.startswith("..") or not _in_scope(resolved, spec_path):
+                errors.append(IngestError(f"{where}@{rev.name}:{path}", "sources",
+                                          f"symlink points outside the tree ({target}): skipped"))
+            continue  # a link inside the tree: its target is read as itself
+        blob = repo[entry.id]
+        if blob.size > MAX_FILE_BYTES:
+            errors.append(IngestError(f"{where}@{rev.name}:{path}", "sources", f"file larger than {MAX_FILE_BYTES} bytes: skipped"))
+            continue
+        if blob.is_binary:
+            errors.append(IngestError(f"{where}@{rev.name}:{path}", "sources", "binary file: skipped"))
+            continue
+        out[path] = blob
+    return out
+
+
+def _renames(repo: pygit2.Repository, old: Rev, new: Rev, spec_path: str) -> dict[str, str]:
+    """new path -> old path for files git's rename detection pairs between two revs."""
+    diff = repo.diff(old.commit.tree, new.commit.tree)
+    diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES)
+    out = {}
+    for delta in diff.deltas:
+        if delta.status == pygit2.enums.DeltaStatus.RENAMED:
+            a, b = delta.old_file.path, delta.new_file.path
+            if _in_scope(a, spec_path) or _in_scope(b, spec_path):
+                out[b] = a
+    return out
+
+
+@dataclass
+class _Version:
+    identity: int
+    path: str
+    rev: Rev  # the newest rev holding this blob
+    blob: pygit2.Object
+    first: Rev | None = None  # the oldest rev read that holds it
+
+
+def read_versions(spec: GitSpec, errors: list[IngestError], suffixes=DOC_SUFFIXES):
+    """(revs, versions): each distinct blob of each file identity, at the newest rev holding it.
+
+    Versions come oldest rev first; ``names[identity]`` is the identity's newest path.
+    """
+    repo = open_repository(spec.repo)
+    where = str(spec)
+    if repo.is_shallow:
+        errors.append(IngestError(where, "sources", "shallow clone: revs before its cut-off cannot be read, and the "
+                                                    "oldest commit's renames are not detected"))
+    revs = resolve_revs(repo, spec, errors)
+    identity_of: dict[str, int] = {}
+    names: dict[int, str] = {}
+    latest: dict[tuple[int, str], _Version] = {}
+    prev: Rev | None = None
+    next_id = 0
+    for rev in revs:
+        files = files_at(repo, rev, spec.path, where, errors, suffixes)
+        renamed = _renames(repo, prev, rev, spec.path) if prev is not None else {}
+        current: dict[str, int] = {}
+        for path, blob in files.items():
+            old = renamed.get(path)
+            ident = identity_of.get(old) if old is not None else None
+            if ident is None:
+                ident = identity_of.get(path)
+            if ident is None:
+                ident = next_id
+                next_id += 1
+            current[path] = ident
+            names[ident] = path
+            # the same text at a later rev is the same version, carrying the later rev
+            key = (ident, str(blob.id))
+            first = latest[key].first if key in latest else rev
+            latest[key] = _Version(ident, path, rev, blob, first)
+        # paths that vanished keep their identity, so a file that comes back is the same source
+        identity_of.update(current)
+        prev = rev
+    versions = sorted(latest.values(), key=lambda v: (v.rev.commit.committer.time, v.path))
+    return repo, revs, versions, names
+
+
+def load_git_sources(text: str, today: date | None = None) -> tuple[list[SourceDoc], list[IngestError]]:
+    """Source versions of a ``git:`` spec (see the module rules)."""
+    errors: list[IngestError] = []
+    spec = parse_spec(text)
+    today = today or date.today()
+    _repo, _revs, versions, names = read_versions(spec, errors, suffixes=SOURCE_SUFFIXES)
+    out: list[SourceDoc] = []
+    parsed: dict[str, object] = {}
+    logs: dict[int, list] = {}  # changelog identity -> [(version, doc)], oldest first
+    for v in versions:
+        source_id = _relative(names[v.identity], spec.path)
+        where = f"{spec}@{v.rev.name}:{v.path}"
+        key = str(v.blob.id)
+        doc = parsed.get(key)
+        if doc is None and is_spec_path(v.path):
+            doc = spec_document(v.blob.data, source_id, where, errors) or False
+            parsed[key] = doc
+        elif doc is None:
+            try:
+                doc = parse_document(v.blob.data, source_id, v.path)
+            except ParseError as exc:
+                errors.append(IngestError(where, "sources", f"unparsable source: {exc}"))
+                parsed[key] = False
+                continue
+            parsed[key] = doc
+        if doc is False:
+            continue
+        if doc.ignore or not any(b.text.strip() for b in doc.blocks):
+            continue
+        if is_changelog(v.path, doc.meta):
+            logs.setdefault(v.identity, []).append((v, doc))
+            continue
+        day = v.rev.day
+        if day > today:
+            errors.append(IngestError(where, "sources", f"commit date {day.isoformat()} is after {today.isoformat()}: clamped"))
+            day = today
+        out.append(SourceDoc(
+            source_id=source_id,
+            source_version=content_hash(doc.text),
+            title=doc.title or source_id,
+            text=doc.text,
+            source_date=day,
+            date_origin="git",
+            url="",
+            path=where,
+            blocks=doc.blocks,
+            source_rev=v.rev.name,
+            source_kind=SPEC_KIND if is_spec_path(v.path) else None,
+        ))
+    for ident, items in logs.items():
+        out.extend(_changelog_versions(spec, _relative(names[ident], spec.path), items, errors, today))
+    return out, errors
+
+
+def _changelog_versions(spec: GitSpec, source_id: str, items: list, errors: list[IngestError], today: date) -> list[SourceDoc]:
+    """A changelog's release sections over every version of it read; an undated section is
+    dated by the oldest rev read whose file holds it (the release that added it)."""
+    added: dict[str, date] = {}
+    for v, doc in items:
+        for version, _day, _raw, _blocks in sections(doc):
+            d = (v.first or v.rev).day
+            if version not in added or d < added[version]:
+                added[version] = d
+    found: dict[tuple[str, str], SourceDoc] = {}
+    for v, doc in items:
+        where = f"{spec}@{v.rev.name}:{v.path}"
+        entry_errors: list[IngestError] = []
+        for entry in changelog_sources(doc, source_id, where, entry_errors, fallback=added.get, source_rev=v.rev.name, path=where):
+            if entry.source_date and entry.source_date > today:
+                entry = replace(entry, source_date=today)
+            found[(entry.source_id, entry.source_version)] = entry  # newest rev last: it wins
+        if v is items[-1][0]:
+            errors.extend(entry_errors)  # reported once, for the newest version of the file
+    return list(found.values())
+
+
+def ingest_git(text: str, max_bytes: int, select=None) -> tuple[list[Document], list[IngestError]]:
+    """The KB as it is at one rev of a ``git:REPO@REV:PATH`` spec (read-only)."""
+    spec = parse_spec(text)
+    errors: list[IngestError] = []
+    repo = open_repository(spec.repo)
+    revs = resolve_revs(repo, spec, errors)
+    if spec.revs is None:
+        revs = revs[-1:]  # no rev given: the newest
+    if len(revs) != 1:
+        if not revs:
+            return [], errors
+        raise GitSpecError(f"a KB read from git needs exactly one rev (git:REPO@REV:PATH); {text!r} names {len(revs)}")
+    rev = revs[0]
+    documents: list[Document] = []
+    for path, blob in sorted(files_at(repo, rev, spec.path, str(spec), errors).items()):
+        doc_id = _relative(path, spec.path)
+        if select is not None and not select(doc_id):
+            continue
+        if blob.size > max_bytes:
+            errors.append(IngestError(doc_id, "read", f"file is {blob.size} bytes, over the {max_bytes}-byte limit; skipped"))
+            continue
+        try:
+            doc = parse_document(blob.data, doc_id, f"{PREFIX}{spec.repo}@{rev.name}:{path}")
+        except ParseError as exc:
+            errors.append(IngestError(doc_id, "parse", str(exc)))
+            continue
+        if doc.ignore:
+            continue
+        if doc.updated is None:
+            doc = replace(doc, updated=rev.day)
+        documents.append(doc)
+    return documents, errors

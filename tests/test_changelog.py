@@ -1,0 +1,112 @@
+"""Changelogs and release notes: one dated source per release section, and supersession."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+from test_git_sources import git, make_repo, release
+
+from kb.chain import run_audit
+from kb.config import Settings
+from kb.evidence.changelog import is_changelog, release_heading
+from kb.evidence.sources import load_sources
+
+TODAY = date(2025, 6, 1)
+
+CHANGELOG = """# Changelog
+
+## [Unreleased]
+
+- Nothing yet.
+
+## [1.2.0] - 2024-05-01
+
+### Changed
+
+- The default timeout is now 60 seconds.
+
+## v1.1.0 / 2023-09-14
+
+- Uploads are limited to 20 MB per file.
+
+## 1.0.1 (2023-02-03)
+
+- Fixed a crash on empty uploads.
+
+## 1.0.0
+
+- First release.
+"""
+
+
+def test_release_headings_and_file_names():
+    assert release_heading("[1.2.0] - 2024-05-01")[:2] == ("1.2.0", date(2024, 5, 1))
+    assert release_heading("v2.30.0 / 2021-09-14")[:2] == ("2.30.0", date(2021, 9, 14))
+    assert release_heading("1.2.0 (2024-05-01)")[:2] == ("1.2.0", date(2024, 5, 1))
+    assert release_heading("Release 3.1.0 - May 1, 2024")[:2] == ("3.1.0", date(2024, 5, 1))
+    assert release_heading("1.0.0")[:2] == ("1.0.0", None)
+    assert release_heading("Changed") is None and release_heading("Upgrading from 1.x to 2.0") is None
+    for name in ("CHANGELOG.md", "changes.rst", "HISTORY.md", "NEWS", "RELEASE_NOTES.md", "release-notes.md"):
+        assert is_changelog(name), name
+    assert not is_changelog("guide.md") and is_changelog("whatsnew.md", {"kind": "changelog"})
+
+
+def test_each_section_is_a_dated_source(tmp_path):
+    (tmp_path / "CHANGELOG.md").write_text(CHANGELOG)
+    sources, errors = load_sources(tmp_path, today=TODAY)
+    got = sorted((s.source_id, s.source_date, s.source_kind) for s in sources)
+    assert got == [
+        ("CHANGELOG.md#1.0.1", date(2023, 2, 3), "changelog"),
+        ("CHANGELOG.md#1.1.0", date(2023, 9, 14), "changelog"),
+        ("CHANGELOG.md#1.2.0", date(2024, 5, 1), "changelog"),
+    ]
+    entry = next(s for s in sources if s.source_id.endswith("1.2.0"))
+    assert [b.text for b in entry.blocks] == ["Changed", "The default timeout is now 60 seconds."]
+    messages = sorted(e.error for e in errors)
+    assert messages == ["changelog section 1.0.0: no date; skipped", "changelog section Unreleased: unreleased; skipped"]
+
+
+def test_github_release_notes_json(tmp_path):
+    releases = [
+        {"tag_name": "v2.0.0", "name": "v2.0.0", "published_at": "2024-03-03T10:00:00Z", "body": "## Breaking\n\n- `--legacy` was removed."},
+        {"tag_name": "v1.9.0", "name": "v1.9.0", "published_at": None, "body": "- Faster startup."},
+        {"tag_name": "v2.1.0-rc1", "draft": True, "published_at": None, "body": "draft"},
+    ]
+    path = tmp_path / "releases.json"
+    path.write_text(json.dumps(releases))
+    sources, errors = load_sources(path, today=TODAY)
+    assert [(s.source_id, s.source_date) for s in sources] == [("releases.json#2.0.0", date(2024, 3, 3))]
+    assert "--legacy was removed." in [b.text for b in sources[0].blocks]
+    assert [e.error for e in errors] == ["release v1.9.0: no published_at date; skipped"]
+
+
+def test_undated_section_read_from_git_takes_the_release_that_added_it(tmp_path):
+    repo = make_repo(tmp_path)
+    release(repo, "v1.0.0", "2023-01-05", {"CHANGES.md": "# Changes\n\n## 1.0.0\n\n- First release.\n"})
+    release(repo, "v1.1.0", "2023-06-07", {"CHANGES.md": "# Changes\n\n## 1.1.0\n\n- Uploads up to 20 MB.\n\n## 1.0.0\n\n- First release.\n"})
+    sources, errors = load_sources(f"git:{repo}@tags", today=TODAY)
+    assert errors == []
+    got = sorted((s.source_id, s.source_date, s.date_origin, s.source_rev) for s in sources)
+    assert got == [("CHANGES.md#1.0.0", date(2023, 1, 5), "git", "v1.1.0"),
+                   ("CHANGES.md#1.1.0", date(2023, 6, 7), "git", "v1.1.0")]  # fmt: skip
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_newer_changelog_entry_supersedes_a_page(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "faq.md").write_text("---\ntitle: FAQ\n---\n# FAQ\n\nThe default timeout is 30 seconds.\n\nUploads are limited to 20 MB per file.\n")
+    src = tmp_path / "sources"
+    src.mkdir()
+    (src / "guide.md").write_text("---\nupdated: 2023-03-01\n---\n# Guide\n\nThe default timeout is 30 seconds.\n\n"
+                                  "Uploads are limited to 20 MB per file.\n")  # fmt: skip
+    (src / "CHANGELOG.md").write_text(CHANGELOG)
+    settings = Settings(docs=kb, sources=[src], depth="D0", today=TODAY, full=True).validate()
+    result = run_audit(settings)
+    label = {c.source_text: v.label for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    why = {c.source_text: v.rationale for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    assert label["The default timeout is 30 seconds."] == "stale", why
+    assert "changelog entry CHANGELOG.md#1.2.0 (2024-05-01)" in why["The default timeout is 30 seconds."]
+    # the page and the 1.1.0 entry agree: supported
+    assert label["Uploads are limited to 20 MB per file."] == "supported", why

@@ -1,0 +1,248 @@
+"""Git sources: versions per rev, dating, rev order, renames, bad input, the KB read from git.
+
+Every repository here is built with the git CLI in tmp_path; pygit2 reads it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from kb.config import ConfigError, Settings, load_settings
+from kb.evidence.git_source import GitSpecError, ingest_git, load_git_sources, parse_spec
+from kb.evidence.sources import load_sources
+
+TODAY = date(2025, 6, 1)
+
+
+def git(repo: Path, *args: str, when: str | None = None) -> str:
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com", GIT_CONFIG_NOSYSTEM="1",
+               HOME=str(repo.parent))  # fmt: skip
+    if when:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"{when}T12:00:00+00:00"
+    out = subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def write(repo: Path, files: dict[str, str | bytes | None]) -> None:
+    for rel, content in files.items():
+        path = repo / rel
+        if content is None:
+            path.unlink()
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+def release(repo: Path, tag: str, when: str, files: dict[str, str | bytes | None]) -> None:
+    write(repo, files)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", f"release {tag}", when=when)
+    git(repo, "tag", tag)
+
+
+def make_repo(tmp_path: Path, name: str = "product") -> Path:
+    repo = tmp_path / name
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    return repo
+
+
+GUIDE_V1 = "# Guide\n\nThe default timeout is 30 seconds.\n\nUploads are limited to 10 MB per file.\n"
+GUIDE_V2 = "# Guide\n\nThe default timeout is 60 seconds.\n\nUploads are limited to 10 MB per file.\n"
+INSTALL = "# Install\n\nRun the installer as an administrator. It needs Python 3.9 or newer to run.\n" * 3
+
+
+@pytest.fixture()
+def product(tmp_path):
+    repo = make_repo(tmp_path)
+    release(repo, "v1.0.0", "2024-01-10", {"docs/guide.md": GUIDE_V1, "docs/install.md": INSTALL, "README.md": "# Product\n\nSee docs.\n"})
+    # v1.10.0 comes after v1.9.0 in version order though it is listed (and tagged) first here
+    release(repo, "v1.9.0", "2024-03-05", {"docs/guide.md": GUIDE_V2})
+    # a docs reorganisation: install.md moves into a subfolder, unchanged but for one line
+    moved = INSTALL.replace("# Install", "# Installing")
+    release(repo, "v1.10.0", "2024-06-20", {"docs/install.md": None, "docs/setup/install.md": moved})
+    return repo
+
+
+def by_id(sources):
+    out = {}
+    for s in sources:
+        out.setdefault(s.source_id, []).append(s)
+    return {k: sorted(v, key=lambda s: s.source_date) for k, v in out.items()}
+
+
+def test_each_rev_is_a_dated_version_with_its_rev(product):
+    sources, errors = load_git_sources(f"git:{product}:docs", today=TODAY)
+    assert errors == []
+    ids = by_id(sources)
+    # README.md is outside PATH; ids are relative to it
+    assert sorted(ids) == ["guide.md", "setup/install.md"]
+    guide = ids["guide.md"]
+    assert [(s.source_date, s.source_rev, s.date_origin) for s in guide] == [
+        (date(2024, 1, 10), "v1.0.0", "git"),
+        # unchanged at v1.10.0: one version carrying the latest rev and date
+        (date(2024, 6, 20), "v1.10.0", "git"),
+    ]
+    assert "30 seconds" in guide[0].text and "60 seconds" in guide[1].text
+    assert guide[1].path.endswith("@v1.10.0:docs/guide.md")
+
+
+def test_renamed_file_keeps_its_identity(product):
+    sources, _ = load_git_sources(f"git:{product}:docs", today=TODAY)
+    install = by_id(sources)["setup/install.md"]
+    # the v1.0.0 version (at docs/install.md) and the moved one are one source, named by its newest path
+    assert [s.source_rev for s in install] == ["v1.9.0", "v1.10.0"]
+    assert install[0].text.startswith("# Install\n") and install[1].text.startswith("# Installing\n")
+
+
+def test_revs_given_tags_keyword_and_default(product):
+    git(product, "checkout", "-q", "-b", "next")
+    write(product, {"docs/guide.md": GUIDE_V2.replace("60 seconds", "90 seconds")})
+    git(product, "commit", "-qam", "next", when="2024-08-01")
+    # default: every tag plus HEAD (the branch tip, untagged)
+    sources, _ = load_git_sources(f"git:{product}:docs/guide.md", today=TODAY)
+    assert [s.source_rev for s in sorted(sources, key=lambda s: s.source_date)] == ["v1.0.0", "v1.10.0", "HEAD"]
+    # `tags`: the tags only, in version order
+    sources, _ = load_git_sources(f"git:{product}@tags:docs/guide.md", today=TODAY)
+    assert {s.source_rev for s in sources} == {"v1.0.0", "v1.10.0"}
+    # explicit revs: a branch and a commit
+    first = git(product, "rev-list", "--max-parents=0", "HEAD")
+    sources, _ = load_git_sources(f"git:{product}@{first[:10]},next:docs/guide.md", today=TODAY)
+    assert sorted((s.source_rev, s.source_date) for s in sources) == [(first[:10], date(2024, 1, 10)), ("next", date(2024, 8, 1))]
+    # a glob PATH
+    sources, _ = load_git_sources(f"git:{product}@v1.10.0:docs/**/*.md", today=TODAY)
+    assert {s.source_id for s in sources} == {"docs/setup/install.md"}
+
+
+def test_bare_clone_and_the_repo_is_never_written(product, tmp_path):
+    bare = tmp_path / "product.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(product), str(bare)], check=True)
+    before = sorted((p.relative_to(bare).as_posix(), p.stat().st_mtime_ns) for p in bare.rglob("*"))
+    sources, errors = load_git_sources(f"git:{bare}@tags:docs", today=TODAY)
+    assert errors == [] and len(sources) == 4
+    assert sorted((p.relative_to(bare).as_posix(), p.stat().st_mtime_ns) for p in bare.rglob("*")) == before
+    assert git(product, "status", "--porcelain") == ""
+
+
+def test_bad_input_is_reported_and_the_rest_loads(tmp_path):
+    repo = make_repo(tmp_path)
+    outside = tmp_path / "secret.md"
+    outside.write_text("# Secret\n\nNot part of the docs tree.\n")
+    release(repo, "v1", "2024-01-01", {"other/readme.md": "# Other\n\nNo docs folder yet.\n"})
+    release(repo, "v2", "2024-02-01", {"docs/ok.md": GUIDE_V1, "docs/blob.md": b"\x00\x01binary\x00"})
+    os.symlink(str(outside), repo / "docs" / "leak.md")
+    os.symlink("ok.md", repo / "docs" / "alias.md")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "links", when="2024-03-01")
+    git(repo, "tag", "v3")
+    sources, errors = load_git_sources(f"git:{repo}@v1,v2,v3,nope-9:docs", today=TODAY)
+    messages = [f"{e.path} {e.error}" for e in errors]
+    assert any("'nope-9' does not resolve" in m for m in messages)
+    assert any("'docs' is absent at v1" in m for m in messages)
+    assert any("blob.md" in m and "binary file" in m for m in messages)
+    assert any("leak.md" in m and "symlink points outside the tree" in m for m in messages)
+    assert {s.source_id for s in sources} == {"ok.md"}
+    assert not any("Secret" in s.text for s in sources)
+
+
+def test_shallow_clone_is_reported(product, tmp_path):
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{product}", str(shallow)], check=True)
+    sources, errors = load_git_sources(f"git:{shallow}:docs", today=TODAY)
+    assert any("shallow clone" in e.error for e in errors)
+    assert sources  # what the clone holds still loads
+
+
+def test_not_a_repository_and_bad_specs_are_usage_errors(tmp_path):
+    with pytest.raises(GitSpecError, match="not a git repository"):
+        load_git_sources(f"git:{tmp_path}", today=TODAY)
+    with pytest.raises(GitSpecError, match="empty rev list"):
+        parse_spec("git:repo@:docs")
+    with pytest.raises(ConfigError, match="not a git repository"):
+        Settings(docs=tmp_path, sources=[f"git:{tmp_path / 'missing'}"]).validate()
+
+
+def test_load_sources_and_settings_take_git_specs(product, tmp_path):
+    sources, errors = load_sources(f"git:{product}@v1.0.0,v1.9.0:docs", today=TODAY)
+    assert errors == [] and {s.source_rev for s in sources} == {"v1.0.0", "v1.9.0"}
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kbaudit.toml").write_text(
+        f'docs = "kb"\n[[sources]]\ngit = "{product.name}"\nrevs = ["v1.0.0", "v1.10.0"]\npath = "docs"\n'
+    )
+    settings = load_settings({}, cwd=tmp_path, environ={}).validate()
+    assert settings.sources == [f"git:{product.resolve()}@v1.0.0,v1.10.0:docs"]
+    # the flag form, and a round trip through the settings a flow run receives
+    flagged = load_settings({"sources": [f"git:{product}@tags:docs"]}, cwd=tmp_path, environ={})
+    assert Settings.from_public_dict(flagged.public_dict()).sources == [f"git:{product}@tags:docs"]
+    (tmp_path / "kbaudit.toml").write_text('[[sources]]\ngit = "x"\nbranch = "main"\n')
+    with pytest.raises(ConfigError, match="unknown key"):
+        load_settings({}, cwd=tmp_path, environ={})
+
+
+def test_kb_read_from_git_at_a_rev(product):
+    docs, errors = ingest_git(f"git:{product}@v1.0.0:docs", 1_000_000)
+    assert errors == []
+    assert sorted(d.doc_id for d in docs) == ["guide.md", "install.md"]
+    guide = next(d for d in docs if d.doc_id == "guide.md")
+    assert "30 seconds" in guide.text and guide.updated == date(2024, 1, 10)
+    with pytest.raises(GitSpecError, match="exactly one rev"):
+        ingest_git(f"git:{product}@v1.0.0,v1.9.0:docs", 1_000_000)
+
+
+@pytest.mark.slow
+def test_run_audits_a_kb_from_git_and_refuses_apply(product, tmp_path):
+    """kbaudit run git:REPO@REV:PATH against the newest release: the old timeout is stale."""
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    kb = f"git:{product}@v1.0.0:docs"
+    cmd = [sys.executable, "-m", "flows.cli", "run", kb, "--sources", f"git:{product}@tags:docs",
+           "--out", str(tmp_path / "store"), "--depth", "D0", "--today", "2025-01-01", "--json"]  # fmt: skip
+    refused = subprocess.run([*cmd, "--apply"], env=env, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2
+    assert "--apply cannot write to a KB read from git" in refused.stderr
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import duckdb
+
+    con = duckdb.connect(str(tmp_path / "store" / "kbaudit.duckdb"), read_only=True)
+    rows = con.execute(
+        "SELECT c.source_text, v.label, e.source_rev, e.source_date FROM claims c JOIN verdicts v USING (claim_id) "
+        "LEFT JOIN evidence e ON e.claim_id = c.claim_id AND e.rank = 1 WHERE c.source_text LIKE '%timeout%'"
+    ).fetchall()
+    assert rows, "the timeout claim was not audited"
+    text, label, rev, day = rows[0]
+    assert label == "stale", rows
+    assert git(product, "status", "--porcelain") == ""
+
+
+def test_a_sentence_the_newest_release_dropped_is_reported_removed(tmp_path):
+    """Stale with a removal gap (docs/design-notes.md), its correction a deletion queued for review."""
+    from kb.chain import run_audit
+
+    repo = make_repo(tmp_path)
+    page = ("# Options\n\nThe `--legacy-parser` flag switches to the old parser for one release.\n\n"
+            "The default timeout is 30 seconds.\n\nUploads are limited to 10 MB per file.\n")  # fmt: skip
+    release(repo, "v1.0.0", "2024-01-10", {"docs/options.md": page})
+    release(repo, "v2.0.0", "2024-09-01", {"docs/options.md": page.replace(
+        "The `--legacy-parser` flag switches to the old parser for one release.\n\n", "")})
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "options.md").write_text("---\nupdated: 2024-01-10\n---\n" + page)
+    settings = Settings(docs=kb, sources=[f"git:{repo}@tags:docs"], depth="D0", today=TODAY, full=True).validate()
+    result = run_audit(settings)
+    verdict = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    gone = verdict["The --legacy-parser flag switches to the old parser for one release."]
+    assert gone.label == "stale", gone
+    assert gone.action.startswith("removed in v2.0.0"), gone.action
+    assert verdict["Uploads are limited to 10 MB per file."].label == "supported"
+    edit = next(e for e in result.edits if e.claim_id == gone.claim_id)
+    assert edit.status == "queued" and edit.new_text == "" and "removed in v2.0.0" in edit.reason
