@@ -40,9 +40,9 @@ import fsspec
 from fsspec.registry import known_implementations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kb import gitspec
 from kb.errors import ConfigError
-from kb.evidence import git_source
-from kb.evidence.git_source import is_git_spec
+from kb.gitspec import is_git_spec
 from kb.records import LABELS, Claim
 
 DEPTHS = ("D0", "D1", "D2", "D3", "D4", "D5")
@@ -325,7 +325,7 @@ class Settings(Section):
     @classmethod
     def _docs_value(cls, value: Any) -> Any:
         if isinstance(value, str) and is_git_spec(value):
-            _git_call(git_source.parse_spec, value)
+            _git_call(gitspec.parse_spec, value)
             return value
         return Path(value) if isinstance(value, str) else value
 
@@ -363,14 +363,14 @@ class Settings(Section):
                     f"--apply cannot write to a KB read from git ({self.docs}): it is audited read-only; "
                     "run on a work tree folder to apply edits"
                 )
-            _git_call(git_source.check, str(self.docs))
+            _git_call(gitspec.check, str(self.docs))
         elif not Path(self.docs_root).is_dir():
             raise ConfigError(f"documents folder not found: {self.docs_root}")
         if not self.sources_roots:
             raise ConfigError("no sources given: pass --sources DIR (a folder, .jsonl or .parquet, or git:REPO[@REVS][:PATH])")
         for src in self.sources_roots:
             if is_git_spec(src):
-                _git_call(git_source.check, src)
+                _git_call(gitspec.check, src)
             elif not Path(src).exists():
                 raise ConfigError(f"sources not found: {src}")
         if self.top_k < 1:
@@ -533,7 +533,7 @@ def _validated(model: type[BaseModel], values: dict) -> Any:
 def _git_call(fn, value):
     try:
         return fn(value)
-    except git_source.GitSpecError as exc:
+    except gitspec.GitSpecError as exc:
         raise ConfigError(str(exc)) from None
 
 
@@ -542,9 +542,9 @@ def _source_item(value, base: Path | None):
     if isinstance(value, dict):
         if "git" not in value and set(value) == {"path"}:
             return Path(value["path"]) if base is None else base / value["path"]
-        return _git_call(lambda v: git_source.spec_from_table(v, base), value)
+        return _git_call(lambda v: gitspec.spec_from_table(v, base), value)
     if is_git_spec(str(value)):
-        _git_call(git_source.parse_spec, str(value))
+        _git_call(gitspec.parse_spec, str(value))
         return str(value)
     return Path(value)
 

@@ -133,7 +133,8 @@ def audit_project_git(project: str, git_root: Path, depth: str, today: date | No
     import subprocess
 
     from kb.config import Settings
-    from kb.evidence.git_source import _tags, open_repository
+    from kb.evidence.git_source import _tags
+    from kb.gitspec import open_repository
 
     clone = work / f"{project}.git"
     subprocess.run(["git", "clone", "--quiet", "--bare", str(git_root / f"{project}.bundle"), str(clone)],
