@@ -16,6 +16,7 @@ from pathlib import Path
 from flows.env import QUIET_LOGGERS, prepare_environment
 from flows.options import flag_values, params_arguments, params_from, settings_flags
 from flows.output import add_format_arguments, chosen_format, dumps_json, format_summary, print_json, render_findings, write_output
+from kb import progress
 from kb.config import load_settings
 from kb.errors import ConfigError, KbauditError, StoreError, UsageError
 from kb.ingest.git import open_kb_repo
@@ -95,6 +96,18 @@ def cmd_train(args) -> int:
     return 0
 
 
+def cmd_build_embedder(args) -> int:
+    from kb.evidence.embed import STATIC_DIR, build_static_embedder
+
+    if args.pca_dims < 2:
+        raise ConfigError("--pca-dims must be at least 2")
+    if args.source and not Path(args.source).is_dir():
+        raise ConfigError(f"--source is not a folder: {args.source}")
+    manifest = build_static_embedder(Path(args.out) if args.out else STATIC_DIR, source=args.source, pca_dims=args.pca_dims)
+    print_json(manifest)
+    return 0
+
+
 # ---- parser ------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kbaudit", description="Re-verify a knowledge base against its sources.")
@@ -116,6 +129,15 @@ def build_parser() -> argparse.ArgumentParser:
     except ImportError:
         pass
     train.set_defaults(func=cmd_train)
+
+    build = sub.add_parser(
+        "build-embedder",
+        help="distil the static first-stage embedding model from the MiniLM (offline, a few minutes)",
+    )
+    build.add_argument("--out", help="model folder to write (default: the one shipped in the package, kb/evidence/weights/minilm-static-256)")
+    build.add_argument("--source", help="a local sentence-transformers model to distil (default: the bundled MiniLM)")
+    build.add_argument("--pca-dims", type=int, default=256, help="dimensions kept by PCA (default 256)")
+    build.set_defaults(func=cmd_build_embedder)
 
     bench = sub.add_parser("bench", help="benchmarks that print figures")
     bench_sub = bench.add_subparsers(dest="bench", required=True)
@@ -147,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    progress.add_listener(progress.Console())
     try:
         return args.func(args)
     except (UsageError, StoreError) as exc:  # the reason is the whole message

@@ -23,6 +23,7 @@ import kb.claims.split
 import kb.evidence.embed
 import kb.evidence.retrieve
 import kb.ingest.parse
+from kb import progress
 from kb.claims.split import split_claims
 from kb.config import ClaimSettings, Settings
 from kb.correct.draft import DraftEdit, draft_edits
@@ -30,9 +31,9 @@ from kb.correct.review import rejected_proposals
 from kb.correct.versions import run_tables
 from kb.escalate.lessons import load_lessons
 from kb.escalate.route import EscalationResult, escalate
-from kb.evidence.embed import Embedder
+from kb.evidence.embed import Embedder, first_stage_for, first_stage_id
 from kb.evidence.git_source import ingest_git
-from kb.evidence.receipts import canonical_rows, sign_batch
+from kb.evidence.receipts import canonical_digest, sign_batch
 from kb.evidence.retrieve import Retriever
 from kb.evidence.sources import load_sources
 from kb.ingest.git import changed_documents
@@ -118,13 +119,16 @@ class Caches:
     def at(cls, folder: Path | None, read: bool = True) -> Caches:
         return cls(ResultCache(folder, "claims"), ResultCache(folder, "evidence"), ResultCache(folder, "verdicts"), read)
 
-    def lookup(self, cache: ResultCache, keys: list[str], compute, batch_size: int) -> tuple[list, set[int]]:
+    def lookup(self, cache: ResultCache, keys: list[str], compute, batch_size: int, found: dict | None = None) -> tuple[list, set[int]]:
         """Cached values for keys; the rest computed in batches, each stored as soon as it is done
         (so a crash loses at most the batch in flight). A None result (a failure) is not stored.
+        ``found``: the cached values, when the caller has looked them up already.
 
         Returns the values in key order and the indexes that were computed.
         """
-        found = cache.get_many(keys) if self.read else {}
+        if found is None:
+            found = cache.get_many(keys) if self.read else {}
+        found = dict(found)
         missing = [i for i, k in enumerate(keys) if k not in found]
         for start in range(0, len(missing), batch_size):
             chunk = missing[start : start + batch_size]
@@ -318,9 +322,17 @@ def sources_stage(settings: Settings) -> tuple[list[SourceDoc], list[IngestError
 
 
 def make_retriever(sources: list[SourceDoc], settings: Settings, cache_dir: Path | None):
-    retriever = Retriever(Embedder(settings.embed_model_path, cache_dir=cache_dir))
+    cache = settings.embed_cache_dir or cache_dir
+    first = first_stage_for(settings.static_model_path, cache) if settings.retrieval_path == "static+minilm" else None
+    retriever = Retriever(Embedder(settings.embed_model_path, cache_dir=cache), first_stage=first)
     retriever.index(sources)
     return retriever
+
+
+def retrieval_identity(settings: Settings) -> tuple:
+    """What the evidence depends on besides the code and the corpus: the path and its models."""
+    first = first_stage_id(settings.static_model_path) if settings.retrieval_path == "static+minilm" else None
+    return settings.retrieval_path, first, settings.embed_model_path
 
 
 def top_k_for(settings: Settings) -> int:
@@ -340,16 +352,22 @@ def retrieve_stage(
     corpus = corpus_fingerprint(sources)
     retriever = None
 
-    def compute(indexes: list[int]) -> list[list[Evidence]]:
-        nonlocal retriever
-        if retriever is None:
-            retriever = make_retriever(sources, settings, cache_dir)
-        batch = [wanted[i] for i in indexes]
-        found = retriever.search(batch, k=k)
-        return [found.get(c.claim_id, []) for c in batch]
+    identity = retrieval_identity(settings)
+    keys = [key_of("evidence", c.claim_id, c.text, k, corpus, retriever_version(), *identity) for c in wanted]
+    found = caches.evidence.get_many(keys) if caches.read else {}
+    todo = sum(1 for key in keys if key not in found)
 
-    keys = [key_of("evidence", c.claim_id, c.text, k, corpus, retriever_version(), settings.embed_model_path) for c in wanted]
-    results, computed = caches.lookup(caches.evidence, keys, compute, batch_size=2000)
+    with progress.track("retrieval", todo, "claims") as bar:
+
+        def compute(indexes: list[int]) -> list[list[Evidence]]:
+            nonlocal retriever
+            if retriever is None:
+                retriever = make_retriever(sources, settings, cache_dir)
+            batch = [wanted[i] for i in indexes]
+            result = retriever.search(batch, k=k, on_batch=bar.update)
+            return [result.get(c.claim_id, []) for c in batch]
+
+        results, computed = caches.lookup(caches.evidence, keys, compute, batch_size=2000, found=found)
     return {c.claim_id: ev for c, ev in zip(wanted, results)}, len(keys) - len(computed)
 
 
@@ -357,7 +375,7 @@ def sign_evidence(run_id: str, evidence: dict[str, list[Evidence]], key_dir: Pat
     """Sign the retrieval batch and stamp each evidence row with the receipt id."""
     rows = [e for claim_id in sorted(evidence) for e in evidence[claim_id]]
     inputs = json.dumps(sorted(evidence)).encode()
-    receipt = sign_batch(run_id, "retriever", inputs=inputs, outputs=canonical_rows(rows), key_dir=key_dir)
+    receipt = sign_batch(run_id, "retriever", inputs=inputs, outputs=None, key_dir=key_dir, outputs_hash=canonical_digest(rows))
     stamped = {
         claim_id: [dataclasses.replace(e, receipt_id=receipt["receipt_id"]) for e in items]
         for claim_id, items in evidence.items()
@@ -423,7 +441,16 @@ def verify_stage(
 
     verify_batch = verify_batch or verify_here
     keys = [verdict_key(c, evidence.get(c.claim_id, []), settings) for c in wanted]
-    results, computed = caches.lookup(caches.verdicts, keys, lambda indexes: verify_batch([wanted[i] for i in indexes], evidence), batch_size)
+    found = caches.verdicts.get_many(keys) if caches.read else {}
+
+    with progress.track("verification", sum(1 for key in keys if key not in found), "claims") as bar:
+
+        def compute(indexes: list[int]) -> list[Verdict]:
+            verdicts = verify_batch([wanted[i] for i in indexes], evidence)
+            bar.update(len(indexes))
+            return verdicts
+
+        results, computed = caches.lookup(caches.verdicts, keys, compute, batch_size, found=found)
     return [dataclasses.replace(v, reused=i not in computed) for i, v in enumerate(results)]
 
 

@@ -48,6 +48,7 @@ from kb.records import LABELS, Claim
 DEPTHS = ("D0", "D1", "D2", "D3", "D4", "D5")
 DEPTH_NAMES = {"fast": "D1", "standard": "D2", "strict": "D3", "audit": "D5"}
 DEMO_ROOT = Path(__file__).parent / "demo"
+RETRIEVAL_PATHS = ("static+minilm", "minilm")
 ENV_PREFIX = "KBAUDIT_"
 
 
@@ -258,6 +259,12 @@ class Settings(Section):
     top_k: int = 5
     model_path: str | None = None  # a local CrossEncoder replacing the shipped verifier
     embed_model_path: str | None = None  # a local sentence-transformers model
+    # "static+minilm": a static model (the shipped one, or static_model_path) searches every
+    # passage and the MiniLM scores each claim's top candidates; "minilm": the MiniLM embeds
+    # every passage (docs/retrieval.md "Two-stage dense search")
+    retrieval_path: str = "minilm"
+    static_model_path: str | None = None  # a model2vec folder or any local sentence-transformers model
+    embed_cache_dir: Path | None = None  # one embedding cache shared by several stores; None: <out>/cache
     today: date | None = Field(default=None, **_flag("pin today's date (YYYY-MM-DD) for freshness checks"))
     max_doc_bytes: int = 64 * 1024 * 1024
     shard_size: int = 200  # documents per task batch
@@ -375,6 +382,10 @@ class Settings(Section):
                 raise ConfigError(f"sources not found: {src}")
         if self.top_k < 1:
             raise ConfigError("top_k must be at least 1")
+        if self.retrieval_path not in RETRIEVAL_PATHS:
+            raise ConfigError(f"retrieval_path must be one of {', '.join(RETRIEVAL_PATHS)}; got {self.retrieval_path!r}")
+        if self.static_model_path and not Path(self.static_model_path).is_dir():
+            raise ConfigError(f"static_model_path is not a folder: {self.static_model_path}")
         self.task_runner = self.task_runner.strip()
         address = self.task_runner.removeprefix("dask://")
         if self.task_runner not in ("thread", "dask") and not re.fullmatch(r"(tcp|tls)://[^\s/:]+:\d+|[^\s/:]+:\d+", address):
@@ -412,7 +423,7 @@ class Settings(Section):
         return _validated(cls, values)
 
     def config_hash(self) -> str:
-        keys = ("depth", "top_k", "model_path", "embed_model_path")
+        keys = ("depth", "top_k", "model_path", "embed_model_path", "retrieval_path", "static_model_path")
         public = self.public_dict()
         blob = json.dumps({k: public[k] for k in keys}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

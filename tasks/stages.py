@@ -8,19 +8,61 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import re
+import time
+
 from prefect import task
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
+from kb import progress
 from kb.correct.review import apply_edits
 from kb.store import Store
+
+
+class ProgressArtifacts:
+    """A progress listener (kb.progress) that keeps one Prefect progress artifact per stage up
+    to date, so the run's page shows how far embedding, retrieval, verification and escalation
+    are, with counts, rate and ETA in the description. Updates are sent at most every
+    ``interval`` seconds (the first and last always)."""
+
+    def __init__(self, interval: float = 5.0, key_prefix: str = ""):
+        self.interval = interval
+        self.key_prefix = key_prefix
+        self._ids: dict[str, object] = {}
+        self._sent: dict[str, float] = {}
+
+    def __call__(self, event: progress.Event) -> None:
+        now = time.monotonic()
+        artifact = self._ids.get(event.stage)
+        if artifact is None:
+            key = re.sub(r"[^a-z0-9-]+", "-", f"{self.key_prefix}{event.stage}-progress".lower()).strip("-")
+            self._ids[event.stage] = create_progress_artifact(progress=event.percent, key=key, description=event.line())
+        elif event.finished or now - self._sent.get(event.stage, 0.0) >= self.interval:
+            update_progress_artifact(artifact, progress=event.percent, description=event.line())
+        else:
+            return
+        self._sent[event.stage] = now
+
+
+def _with_progress(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run with a ProgressArtifacts listener: the stages that report progress (kb.progress)
+    show it on the flow run's page; the others create nothing."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with progress.listening(ProgressArtifacts()):
+            return fn(*args, **kwargs)
+
+    return run
 
 
 @functools.cache
 def _task_of(stage: str, fn: Callable[..., Any]):
     # One task per stage function; Prefect task caching is off: kb's stage caches are the one
     # mechanism (docs/design-notes.md).
-    return task(fn, name=stage, cache_policy=NO_CACHE)  # pyright: ignore[reportCallIssue, reportArgumentType]  # prefect's task() overloads type a positional fn with keyword options as None
+    return task(_with_progress(fn), name=stage, cache_policy=NO_CACHE)  # pyright: ignore[reportCallIssue, reportArgumentType]  # prefect's task() overloads type a positional fn with keyword options as None
 
 
 def prefect_runner(stage: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:

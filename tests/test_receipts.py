@@ -68,3 +68,17 @@ def test_evidence_rows_verify_after_parquet_round_trip(tmp_path):
     back[0]["sentence"] = "The Pro plan costs $20 per month."
     assert not verify_receipt(signed, b"claims", canonical_rows(back), tmp_path)
     assert canonical_rows([replace(rows[0], score_fused=0.5)]) != canonical_rows(rows[:1])
+
+
+def test_streamed_digest_signs_the_same_bytes(tmp_path):
+    """sign_evidence hashes the canonical lines as it goes; the receipt must verify against the
+    full canonical bytes exactly as before."""
+    from kb.evidence.receipts import canonical_digest
+
+    rows = [_evidence(r, 0.5 / r) for r in range(1, 6)] + [replace(_evidence(1, 0.2), claim_id="c2", passage="ünïcode ✓")]
+    data = canonical_rows(rows)
+    assert canonical_digest(rows) == __import__("hashlib").sha256(data).hexdigest()
+    assert canonical_digest([]) == __import__("hashlib").sha256(canonical_rows([])).hexdigest()
+    row = sign_batch("run-1", "retriever", b"ids", None, tmp_path, outputs_hash=canonical_digest(rows))
+    assert verify_receipt(row, b"ids", data, tmp_path)
+    assert not verify_receipt(row, b"ids", canonical_rows(rows[:-1]), tmp_path)

@@ -4,10 +4,14 @@ The KB: Markdown pages of 10 sentences each, taken from SciFact abstracts (about
 five has a number changed, so the verifier meets contradictions); the sources: the whole
 SciFact corpus. Every figure comes from one process, so the ratios compare like with like:
 
-- full run: a fresh store, every stage computed (embedding cache empty);
-- embedding floor: the same claim and passage texts embedded once with the same model;
-- 1% change: one sentence edited in 1% of the pages, then a run against the same store;
-- no change: the same inputs again.
+- full run: a fresh store, every stage computed (embedding cache empty), with the default
+  retrieval path (static first stage + MiniLM on the candidates);
+- the same full run with the MiniLM-only path, in a second fresh store (``--paths both``, the
+  default): ``speedup_over_minilm`` is the ratio of the two runs' claims/s;
+- 1% change: one sentence edited in 1% of the pages, then a run against the first store;
+- no change: the same inputs again;
+- with ``--floor``: the embedding floor (the claim and passage texts embedded once with the
+  MiniLM, no cache).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kb.chain import AuditResult, run_audit, runs_row
+from kb.chain import run_audit, runs_row
 from kb.config import ConfigError, Settings
 from kb.evidence.embed import Embedder
 from kb.evidence.retrieve import Retriever, build_passages
@@ -49,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--full-only", action="store_true",
         help="only the full run: claims/s and peak RSS at sizes where the floor and reruns would take too long",
     )
+    parser.add_argument(
+        "--paths", choices=("both", "static+minilm", "minilm"), default="both",
+        help="retrieval paths to run: both (default: the default path, then the MiniLM-only path, side by side) or one",
+    )
+    parser.add_argument("--floor", action="store_true", help="also measure the MiniLM embedding floor (slow: every text embedded once more)")
     parser.add_argument(
         "--warm-embeddings", default=None,
         help="copy this embedding cache (a store's cache/embeddings) in first; the run is then not a cold full run",
@@ -110,6 +119,15 @@ def change_pages(pages: list[Path], fraction: float, seed: int) -> int:
     return len(chosen)
 
 
+def change_pages_back(pages: list[Path]) -> None:
+    """Undo change_pages, so a second path audits the same KB as the first full run."""
+    tail = "\n\nThis page was revised after review in 2025.\n"
+    for path in pages:
+        text = path.read_text(encoding="utf-8")
+        if text.endswith(tail):
+            path.write_text(text[: -len(tail)] + "\n", encoding="utf-8")
+
+
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -119,6 +137,32 @@ def _startup_seconds() -> float:
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import flows.audit, kb.chain, kb.evidence.retrieve, kb.verify"], check=True)
     return time.perf_counter() - started
+
+
+def _timed_run(settings, store) -> tuple[float, object]:
+    import datetime as dt
+
+    started_at = dt.datetime.now(dt.UTC)
+    clock = time.perf_counter()
+    run_id = new_run_id()
+    store.lock()
+    try:  # what the flow does, less Prefect: the chain stages the run, then it is committed
+        result = run_audit(settings, store=store, run_id=run_id)
+        store.commit_run(run_id, runs_row(result.counts, settings, started_at, result.seconds))
+    finally:
+        store.unlock()
+    return time.perf_counter() - clock, result
+
+
+def _minilm_encodings(store_dir: Path) -> int:
+    """Texts the MiniLM embedded into a store's embedding cache (passages and claims)."""
+    import numpy as np
+
+    total = 0
+    for shard in (store_dir / "cache" / "embeddings").glob("*/shard-*.npz"):
+        with np.load(shard) as z:
+            total += int(z["keys"].shape[0])
+    return total
 
 
 def run(args: argparse.Namespace) -> dict[str, float]:
@@ -131,75 +175,92 @@ def run(args: argparse.Namespace) -> dict[str, float]:
         raise ConfigError("--warm-embeddings needs --full-only: a warm cache would make the full-run ratios meaningless")
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="kbaudit-speed-"))
     docs, out = work / "kb", work / "store"
-    shutil.rmtree(work / "kb", ignore_errors=True)
-    shutil.rmtree(out, ignore_errors=True)
+    for folder in (docs, out, work / "store-minilm"):
+        shutil.rmtree(folder, ignore_errors=True)
     pages, used = build_kb(corpus, args.claims, docs, args.seed)
-    if args.warm_embeddings:
-        shutil.copytree(Path(args.warm_embeddings), out / "cache" / "embeddings")
     if args.corpus_extra is not None:
         corpus = subset_corpus(corpus, used, args.corpus_extra, work / "corpus.jsonl", args.seed)
-    settings = Settings(docs=docs, sources=[corpus], out=out, depth=args.depth, today=dt.date(2026, 1, 1)).validate()
+    paths = ("static+minilm", "minilm") if args.paths == "both" else (args.paths,)
+    base = Settings(docs=docs, sources=[corpus], out=out, depth=args.depth, today=dt.date(2026, 1, 1), retrieval_path=paths[0]).validate()
+    if args.warm_embeddings:
+        shutil.copytree(Path(args.warm_embeddings), out / "cache" / "embeddings")
     store = Store(out)
 
-    def timed_run() -> tuple[float, AuditResult]:
-        started_at = dt.datetime.now(dt.UTC)
-        clock = time.perf_counter()
-        run_id = new_run_id()
-        store.lock()
-        try:  # what the flow does, less Prefect: the chain stages the run, then it is committed
-            result = run_audit(settings, store=store, run_id=run_id)
-            store.commit_run(run_id, runs_row(result.counts, settings, started_at, result.seconds))
-        finally:
-            store.unlock()
-        return time.perf_counter() - clock, result
-
-    full_s, result = timed_run()
+    # The default path first, so the peak RSS read after it is its own.
+    full_s, result = _timed_run(base, store)
     claim_texts = [c.text for c in result.claims if c.checkworthy]
-    if args.full_only:
-        metrics = {
-            "claims": float(len(claim_texts)),
-            "pages": float(len(pages)),
-            "full_s": full_s,
-            "claims_per_s": len(claim_texts) / full_s,
-            "peak_rss_mb": _peak_rss_mb(),
-            "warm_embeddings": 1.0 if args.warm_embeddings else 0.0,
-        }
-        if not args.workdir:
-            shutil.rmtree(work, ignore_errors=True)
-        return metrics
-
-    # The floor: the same texts (claims, and passages as the retriever indexes them) embedded
-    # once with the same model and no cache.
-    sources, _ = load_sources(corpus, today=settings.run_date)
-    shape = Retriever(None)
-    passage_texts = [
-        Retriever.index_text(p, sents) for src in sources for p, sents in build_passages(src, shape.window, shape.stride)
-    ]
-    embedder = Embedder(settings.embed_model_path)
-    texts = claim_texts + passage_texts
-    clock = time.perf_counter()
-    embedder.embed_uncached(texts)
-    floor_s = time.perf_counter() - clock
-
-    changed = change_pages(pages, 0.01, args.seed)
-    change_s, _ = timed_run()
-    nochange_s, nochange = timed_run()
-    metrics = {
-        "claims": float(len(claim_texts)),
-        "source_versions": float(len(sources)),
+    n = len(claim_texts)
+    metrics: dict[str, float] = {
+        "claims": float(n),
         "pages": float(len(pages)),
-        "pages_changed": float(changed),
+        "static_first_stage": 1.0 if paths[0] == "static+minilm" else 0.0,
         "full_s": full_s,
-        "floor_s": floor_s,
-        "floor_texts": float(len(texts)),
-        "claims_per_s": len(claim_texts) / full_s,
-        "full_over_floor": full_s / floor_s,
-        "change1pct_over_full": change_s / full_s,
-        "nochange_over_full": nochange_s / full_s,
-        "nochange_reused": float(sum(v.reused for v in nochange.verdicts)),
-        "startup_s": _startup_seconds(),
+        "claims_per_s": n / full_s,
+        "cold_claims_per_s": n / full_s,
+        "minilm_encodings": float(_minilm_encodings(out)),
         "peak_rss_mb": _peak_rss_mb(),
+        "warm_embeddings": 1.0 if args.warm_embeddings else 0.0,
     }
+    del result
+
+    if not args.full_only:
+        changed = change_pages(pages, 0.01, args.seed)
+        change_s, _ = _timed_run(base, store)
+        nochange_s, nochange = _timed_run(base, store)
+        metrics.update(
+            {
+                "pages_changed": float(changed),
+                "change1pct_over_full": change_s / full_s,
+                "nochange_over_full": nochange_s / full_s,
+                "nochange_reused": float(sum(v.reused for v in nochange.verdicts)),
+            }
+        )
+        del nochange
+        change_pages_back(pages)
+
+    if len(paths) > 1:
+        other = base.replace(out=work / "store-minilm", retrieval_path=paths[1]).validate()
+        other_s, _ = _timed_run(other, Store(other.out))
+        metrics.update(
+            {
+                "full_s_minilm": other_s,
+                "cold_claims_per_s_minilm": n / other_s,
+                "speedup_over_minilm": other_s / full_s,
+                "minilm_encodings_minilm": float(_minilm_encodings(other.out)),
+                "peak_rss_mb_both": _peak_rss_mb(),
+            }
+        )
+
+    if args.floor:
+        # The floor: the same texts (claims, and passages as the retriever indexes them) embedded
+        # once with the MiniLM and no cache.
+        sources, _ = load_sources(corpus, today=base.run_date)
+        shape = Retriever(None)
+        passage_texts = [
+            Retriever.index_text(p, sents) for src in sources for p, sents in build_passages(src, shape.window, shape.stride)
+        ]
+        embedder = Embedder(base.embed_model_path)
+        texts = claim_texts + passage_texts
+        clock = time.perf_counter()
+        embedder.embed_uncached(texts)
+        metrics["floor_s"] = time.perf_counter() - clock
+        metrics["floor_texts"] = float(len(texts))
+        metrics["full_over_floor"] = full_s / metrics["floor_s"]
+    if not args.full_only:
+        metrics["startup_s"] = _startup_seconds()
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
+    print(targets(metrics))
     return metrics
+
+
+def targets(m: dict) -> str:
+    rows = []
+    if "speedup_over_minilm" in m:
+        rows.append(("cold full run: claims/s over the MiniLM-only path >= 5 (stretch 10)", m["speedup_over_minilm"], m["speedup_over_minilm"] >= 5))
+    if "change1pct_over_full" in m:
+        rows.append(("1% of pages changed, over the full run <= 0.03", m["change1pct_over_full"], m["change1pct_over_full"] <= 0.03))
+        rows.append(("no change, over the full run <= 0.015", m["nochange_over_full"], m["nochange_over_full"] <= 0.015))
+    if m.get("claims", 0) >= 50000:
+        rows.append(("peak RSS of the full run <= 3000 MB", m["peak_rss_mb"], m["peak_rss_mb"] <= 3000))
+    return "\n".join(f"target  {name:<72}{value:>10.3f}  {'met' if ok else 'NOT met'}" for name, value, ok in rows)

@@ -45,6 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
 
+from kb import progress
 from kb.config import RouteSettings
 from kb.escalate.cove import CoveOutcome, verify_claim
 from kb.escalate.lessons import lesson_row, matching
@@ -314,14 +315,17 @@ def _run_deep(order, claims_by_id, evidence, depth, rs, client, lesson_ids, toda
         tokens = _estimate_tokens(claim, evs, rs)
         limit = budget.reserve(per_claim_calls, tokens)
         if limit:
+            bar.update(1)
             return i, None, limit
         outcome = verify_claim(client, claim, evs, rs.cove)
         budget.settle(per_claim_calls, tokens, outcome.cost)
+        bar.update(1)
         return i, outcome, None
 
     try:
-        with ThreadPoolExecutor(max_workers=max(1, rs.concurrency), thread_name_prefix="kbaudit-deep") as pool:
-            done = list(pool.map(work, order))
+        with progress.track("escalation", len(order), "claims") as bar:
+            with ThreadPoolExecutor(max_workers=max(1, rs.concurrency), thread_name_prefix="kbaudit-deep") as pool:
+                done = list(pool.map(work, order))
     finally:
         client.deadline = outer
 

@@ -17,6 +17,7 @@ L2-normalised, one row per input text, in order) and ``.model_id``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -26,9 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
+from kb import progress
+from kb.errors import ConfigError
+
 DEFAULT_BATCH = 64
 _COMPACT_AT = 16  # shards
 CHUNK = 4096  # texts embedded (and persisted) at a time
+PROGRESS_STEP = 256  # texts per progress update
+PROGRESS_MIN = 512  # fewer new texts than this (a search batch's candidates) show no progress
 
 
 def _default_model_path() -> str:
@@ -92,16 +98,23 @@ class Embedder:
             raise TypeError(f"{self.model_path}: the model has no fixed embedding dimension")
         return int(dim)
 
-    def embed_uncached(self, texts: list[str]) -> np.ndarray:
-        """Run the model on ``texts`` (no cache): the embedding floor for benchmarks."""
+    def embed_uncached(self, texts: list[str], on_batch=None) -> np.ndarray:
+        """Run the model on ``texts`` (no cache): the embedding floor for benchmarks.
+        ``on_batch(n)`` is called after each ``PROGRESS_STEP`` texts."""
         if not texts:
             return np.zeros((0, self._dim_guess()), dtype=np.float32)
         self.model_calls += 1
         self.texts_embedded += len(texts)
-        vecs = self.model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-        )
-        return np.ascontiguousarray(vecs, dtype=np.float32)
+        texts = list(texts)
+        parts = []
+        for s in range(0, len(texts), PROGRESS_STEP):
+            part = texts[s : s + PROGRESS_STEP]
+            parts.append(
+                self.model.encode(part, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+            )
+            if on_batch is not None:
+                on_batch(len(part))
+        return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
     def _dim_guess(self) -> int:
         if self._matrix is not None and self._matrix.shape[0]:
@@ -199,15 +212,158 @@ class Embedder:
             if missing:
                 # In chunks, each persisted as it is done: an interrupted run resumes from there.
                 items = list(missing.items())
-                for c in range(0, len(items), CHUNK):
-                    chunk = items[c : c + CHUNK]
-                    new_keys = [k for k, _ in chunk]
-                    new_vecs = self.embed_uncached([t for _, t in chunk])
-                    self._append(new_keys, new_vecs)
-                    self._write_shard(new_keys, new_vecs)
+                with progress.track("embedding", len(items), "texts", min_total=PROGRESS_MIN) as bar:
+                    for c in range(0, len(items), CHUNK):
+                        chunk = items[c : c + CHUNK]
+                        new_keys = [k for k, _ in chunk]
+                        new_vecs = self.embed_uncached([t for _, t in chunk], on_batch=bar.update)
+                        self._append(new_keys, new_vecs)
+                        self._write_shard(new_keys, new_vecs)
             if not texts:
                 dim = self._matrix.shape[1] if self._matrix is not None else self.dim
                 return np.zeros((0, dim), dtype=np.float32)
             rows = np.fromiter((index[k] for k in keys), dtype=np.int64, count=len(keys))
             assert self._matrix is not None  # every key is in the index, so rows exist
             return self._matrix[rows]
+
+
+# ---------------------------------------------------------------- static first stage
+
+# The shipped static model: distilled from the bundled MiniLM by `kbaudit build-embedder`
+# (model2vec, PCA to 256 dimensions, float16 weights, about 15 MB).
+STATIC_DIR = Path(__file__).parent / "weights" / "minilm-static-256"
+STATIC_BATCH = 1024
+
+
+def artefact_id(path: Path | str, name: str | None = None) -> str:
+    """A static model's id: its folder name and a hash of its config and weights (the weights
+    are small enough to hash whole, so a rebuilt artefact is a new id and a new cache key)."""
+    p = Path(path)
+    h = hashlib.sha256()
+    for fname in ("config.json", "tokenizer.json", "model.safetensors"):
+        f = p / fname
+        if f.is_file():
+            h.update(fname.encode())
+            h.update(f.read_bytes())
+    return f"{name or p.name}@{h.hexdigest()[:12]}"
+
+
+class StaticEmbedder:
+    """Static token embeddings (a model2vec StaticModel): a text's vector is the weighted mean
+    of its tokens' vectors, no transformer pass, so a corpus of passages embeds in seconds.
+
+    Used for the first-stage search over every passage (kb.retrieve); the MiniLM then scores
+    only the candidates it finds. Not cached on disk: recomputing is about as fast as reading.
+    """
+
+    def __init__(self, model_path: Path | str | None = None, batch_size: int = STATIC_BATCH):
+        self.model_path = Path(model_path) if model_path else STATIC_DIR
+        if not (self.model_path / "model.safetensors").is_file():
+            raise ConfigError(
+                f"static embedding model not found: {self.model_path} "
+                "(build it with `kbaudit build-embedder --out DIR`, or set retrieval_path = \"minilm\")"
+            )
+        self.model_id = artefact_id(self.model_path)
+        self.batch_size = batch_size
+        self._model = None
+        self._lock = threading.Lock()
+        self.texts_embedded = 0
+
+    @property
+    def model(self):
+        with self._lock:
+            if self._model is None:
+                from model2vec import StaticModel
+
+                self._model = StaticModel.from_pretrained(str(self.model_path))
+            return self._model
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        texts = list(texts)
+        self.texts_embedded += len(texts)
+        if not texts:
+            return np.zeros((0, int(self.model.dim)), dtype=np.float32)
+        vecs = self.model.encode(texts, batch_size=self.batch_size, show_progress_bar=False)
+        vecs = np.asarray(vecs, dtype=np.float32)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return vecs / np.maximum(norms, 1e-12)
+
+
+def _portable_config(folder: Path, source_id: str) -> None:
+    """model2vec records the source model's folder (an absolute path of this machine) in the
+    config; the source model's id instead makes a build on any machine byte-identical."""
+    import json
+
+    path = folder / "config.json"
+    config = json.loads(path.read_text())
+    config["tokenizer_name"] = source_id
+    path.write_text(json.dumps(config, indent=4) + "\n")
+
+
+def build_static_embedder(out: Path | str, source: str | None = None, pca_dims: int = 256) -> dict:
+    """Distil a static model from a local sentence-transformers model (default: the bundled
+    MiniLM) with model2vec, offline: one forward pass per vocabulary token, mean-pooled, PCA to
+    ``pca_dims``, SIF-weighted. Deterministic (PCA by eigendecomposition). Returns the manifest
+    written to ``<out>/build.json``."""
+    import json
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import model2vec
+    import torch
+    from model2vec.distill import distill_from_model
+    from transformers import AutoModel, AutoTokenizer
+
+    src = str(source) if source else _default_model_path()
+    torch.manual_seed(0)
+    model = AutoModel.from_pretrained(src)
+    tokenizer = AutoTokenizer.from_pretrained(src)
+    static = distill_from_model(model, tokenizer, pca_dims=pca_dims, device="cpu")
+    out = Path(out)
+    tmp = out.with_name(f".tmp-{out.name}-{uuid.uuid4().hex[:8]}")
+    static.save_pretrained(str(tmp))
+    (tmp / "README.md").unlink(missing_ok=True)  # a generated model card that names a hub repo
+    source_id = _model_id_for(src, default=source is None)
+    _portable_config(tmp, source_id)
+    manifest = {
+        "source_model": source_id,
+        "pca_dims": pca_dims,
+        "model2vec": model2vec.__version__,
+        "torch": torch.__version__,
+        "vocabulary": int(static.embedding.shape[0]),
+        "dim": int(static.embedding.shape[1]),
+    }
+    manifest["artefact_id"] = artefact_id(tmp, out.name)
+    (tmp / "build.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    if out.exists():
+        import shutil
+
+        shutil.rmtree(out)
+    os.replace(tmp, out)
+    return manifest
+
+
+def _is_static(path: Path) -> bool:
+    import json
+
+    try:
+        return json.loads((path / "config.json").read_text()).get("model_type") == "model2vec"
+    except (OSError, ValueError):
+        return False
+
+
+def first_stage_for(model_path: str | Path | None, cache_dir: Path | str | None = None):
+    """The first-stage embedder: the shipped static model, another model2vec folder, or any
+    local sentence-transformers model (then an :class:`Embedder` with its own disk cache)."""
+    if model_path is None or _is_static(Path(model_path)):
+        return StaticEmbedder(model_path)
+    return Embedder(str(model_path), cache_dir=cache_dir)
+
+
+@functools.cache
+def first_stage_id(model_path: str | None) -> str:
+    """The first stage's model id without loading it (part of the evidence cache key)."""
+    path = Path(model_path) if model_path else STATIC_DIR
+    if model_path is None or _is_static(path):
+        return artefact_id(path)
+    return _model_id_for(str(path), default=False)

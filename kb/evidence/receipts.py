@@ -84,10 +84,12 @@ def _message(row: dict) -> bytes:
     return "\n".join(str(row[f]) if f != "created_at" else _timestamp(row[f]) for f in FIELDS).encode("utf-8")
 
 
-def sign_batch(run_id: str, tool: str, inputs: bytes, outputs: bytes, key_dir: Path | str) -> dict:
-    """A signed ``receipts`` row for one batch (see the module docstring)."""
+def sign_batch(run_id: str, tool: str, inputs: bytes, outputs: bytes | None, key_dir: Path | str, outputs_hash: str | None = None) -> dict:
+    """A signed ``receipts`` row for one batch (see the module docstring). ``outputs_hash``:
+    the outputs' sha256 (hex) when the caller has it instead of the bytes (canonical_digest)."""
     created_at = _timestamp(datetime.now(UTC))
-    in_h, out_h = _sha256(inputs), _sha256(outputs)
+    in_h = _sha256(inputs)
+    out_h = outputs_hash if outputs_hash is not None else _sha256(outputs)
     row = {
         "receipt_id": content_hash(f"{run_id}|{tool}|{in_h}|{out_h}|{created_at}"),
         "run_id": str(run_id),
@@ -155,6 +157,21 @@ def canonical_rows(rows, exclude: tuple[str, ...] = ("receipt_id",), columns: tu
     ``columns``: only these fields (sign and verify with the same ones); else every field but
     ``exclude``. A missing column reads as null.
     """
+    return ("\n".join(_canonical_lines(rows, exclude, columns))).encode("utf-8")
+
+
+def canonical_digest(rows, exclude: tuple[str, ...] = ("receipt_id",), columns: tuple[str, ...] | None = None) -> str:
+    """``sha256(canonical_rows(rows)).hexdigest()`` without building the joined bytes: a run's
+    evidence is hundreds of MB as one string, and its join and encoded copy would double it."""
+    h = hashlib.sha256()
+    for i, line in enumerate(_canonical_lines(rows, exclude, columns)):
+        if i:
+            h.update(b"\n")
+        h.update(line.encode("utf-8"))
+    return h.hexdigest()
+
+
+def _canonical_lines(rows, exclude: tuple[str, ...], columns: tuple[str, ...] | None) -> list[str]:
     lines = []
     for r in rows:
         d = dataclasses.asdict(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else dict(cast(Mapping[str, Any], r))
@@ -163,7 +180,7 @@ def canonical_rows(rows, exclude: tuple[str, ...] = ("receipt_id",), columns: tu
         d = {k: _plain(v) for k, v in d.items() if k not in exclude}
         lines.append(json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
     lines.sort()
-    return ("\n".join(lines)).encode("utf-8")
+    return lines
 
 
 # ---------------------------------------------------------------- a run's stored evidence

