@@ -23,6 +23,9 @@ from kb.ingest.git import open_kb_repo
 from kb.store import Store
 from kb.training import train
 
+# Progress of the long stages on stderr (one listener however often main() runs in a process).
+CONSOLE = progress.Console()
+
 # Command groups that live in their own modules; each has `register(subparsers)`.
 COMMAND_MODULES: tuple[str, ...] = ("flows.report_cli", "flows.review_cli", "flows.serve")
 
@@ -169,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
-    progress.add_listener(progress.Console())
+    progress.add_listener(CONSOLE)
     try:
         return args.func(args)
     except (UsageError, StoreError) as exc:  # the reason is the whole message

@@ -180,14 +180,27 @@ class Console:
     ``interval`` seconds and one when the stage ends."""
 
     def __init__(self, stream=None, tty: bool | None = None, interval: float | None = None):
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)()) if tty is None else tty
+        self._stream = stream  # None: whatever sys.stderr is when an event comes
+        self._tty = tty
         if interval is None:
             interval = float(os.environ.get("KBAUDIT_PROGRESS_INTERVAL", "30"))
         self.interval = interval
         self._bars: dict[str, object] = {}
         self._last_line: dict[str, float] = {}
         self._lock = threading.Lock()
+
+    @property
+    def stream(self):
+        return self._stream if self._stream is not None else sys.stderr
+
+    @property
+    def tty(self) -> bool:
+        if self._tty is not None:
+            return self._tty
+        try:
+            return bool(self.stream.isatty())
+        except (AttributeError, ValueError):
+            return False
 
     def __call__(self, event: Event) -> None:
         with self._lock:

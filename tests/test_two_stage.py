@@ -157,3 +157,22 @@ def test_build_embedder_usage_error(tmp_path, capsys):
     assert main(["build-embedder", "--source", str(tmp_path / "nope"), "--out", str(tmp_path / "m")]) == 2
     assert "--source is not a folder" in capsys.readouterr().err
     assert not (tmp_path / "m").exists()
+
+
+def test_stores_share_one_embedding_cache(tmp_path):
+    """embed_cache_dir: a second store audited against the same sources embeds nothing again."""
+    from kb.chain import make_retriever, sources_stage
+    from kb.records import Claim
+
+    settings = Settings(embed_cache_dir=tmp_path / "shared").validate()
+    sources, _ = sources_stage(settings)
+    claims = [Claim(claim_id=f"c{i}", doc_id="d", version_id="v", start=0, end=0, source_text=t, text=t)
+              for i, t in enumerate(["Backups run every night.", "The Pro plan costs $25 per month."])]  # fmt: skip
+    first = make_retriever(sources, settings, tmp_path / "store-a" / "cache")
+    found = first.search(claims, k=3)
+    assert first.embedder.texts_embedded > 0
+    second = make_retriever(sources, settings, tmp_path / "store-b" / "cache")
+    assert second.search(claims, k=3).keys() == found.keys()
+    assert second.embedder.texts_embedded == 0 and second.embedder._model is None  # all from the shared cache
+    assert not (tmp_path / "store-a").exists() and not (tmp_path / "store-b").exists()
+    assert list((tmp_path / "shared" / "embeddings").glob("*/shard-*.npz"))
