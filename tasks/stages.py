@@ -4,12 +4,11 @@ as a task of the flow run (one task run per stage call, each on a whole batch)."
 from __future__ import annotations
 
 import functools
+import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import re
-import time
 
 from prefect import task
 from prefect.artifacts import create_progress_artifact, update_progress_artifact

@@ -101,9 +101,9 @@ def test_two_stage_recall_on_scifact_subset(tmp_path):
     reaches the recall floor the MiniLM-only hybrid reaches, with the MiniLM embedding only a
     part of the passages."""
     from kb.bench.retrieval import _quality
-    from kb.records import Claim
     from kb.evidence.retrieve import Retriever
     from kb.evidence.sources import load_sources
+    from kb.records import Claim
 
     items, corpus = _subset(tmp_path, 25, 120)
     sources, _ = load_sources(corpus)

@@ -171,7 +171,7 @@ def run(args: argparse.Namespace, settings: dict | None = None) -> dict[str, flo
         first = Embedder(cache_dir=cache_dir)
         first._model = model
         static = StaticEmbedder(static_path)
-        static.model  # loaded before timing, as the MiniLM is
+        _ = static.model  # loaded before timing, as the MiniLM is
         retriever, index_s, search_s = _index_and_search(first, sources, claims, settings, first_stage=static)
         log.info("static+minilm: index %.1f s, search %.1f s (%d passages, %d scored by the MiniLM)",
                  index_s, search_s, len(retriever.passages), retriever.dense_scored)  # fmt: skip
