@@ -45,8 +45,9 @@ def audit_body(settings: Settings, store: Store, run_id: str, shard: tuple[int, 
     shard_index, shard_count = shard
     tag = f"[shard {shard_index + 1}/{shard_count}] " if shard_count > 1 else ""
     with remote_verification(settings, tag) as (verify_batch, batch_size):
-        result = run_audit(settings, prefect_runner, store=store, run_id=run_id, shard=shard,
-                           verify_batch=verify_batch, verify_batch_size=batch_size)
+        result = run_audit(
+            settings, prefect_runner, store=store, run_id=run_id, shard=shard, verify_batch=verify_batch, verify_batch_size=batch_size
+        )
     return result.counts
 
 
@@ -73,8 +74,9 @@ def _notify(store: Store, settings: Settings, run_id: str) -> None:
         row = notify_run(store, run_id, os.environ)
         if row is None:
             return
-        (logger.info if row["status"] == "sent" else logger.warning)("%s%s", row.pop("describe"),
-                                                                      "" if row["status"] == "sent" else "; the run is committed")
+        (logger.info if row["status"] == "sent" else logger.warning)(
+            "%s%s", row.pop("describe"), "" if row["status"] == "sent" else "; the run is committed"
+        )
         store.append_table("notifications", [row])
         if settings.out_url:
             kb_remote.for_settings(settings).push()

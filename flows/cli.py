@@ -137,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
         "build-embedder",
         help="distil the static first-stage embedding model from the MiniLM (offline, a few minutes)",
     )
-    build.add_argument("--out", help="model folder to write (default: the one shipped in the package, kb/evidence/weights/minilm-static-256)")
+    build.add_argument(
+        "--out", help="model folder to write (default: the one shipped in the package, kb/evidence/weights/minilm-static-256)"
+    )
     build.add_argument("--source", help="a local sentence-transformers model to distil (default: the bundled MiniLM)")
     build.add_argument("--pca-dims", type=int, default=256, help="dimensions kept by PCA (default 256)")
     build.set_defaults(func=cmd_build_embedder)

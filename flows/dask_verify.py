@@ -132,10 +132,13 @@ def remote_verification(settings: Settings, tag: str = "") -> Iterator[tuple[Ver
             with _api_for_workers(settings, tag):
                 futures = [
                     # what `verify_chunk_task.submit(...)` does with the flow's own task runner
-                    dask.submit(verify_chunk_task, {
-                        "chunk": VerifyChunk(chunk, {c.claim_id: evidence[c.claim_id] for c in chunk if c.claim_id in evidence}),
-                        "settings": remote,
-                    })
+                    dask.submit(
+                        verify_chunk_task,
+                        {
+                            "chunk": VerifyChunk(chunk, {c.claim_id: evidence[c.claim_id] for c in chunk if c.claim_id in evidence}),
+                            "settings": remote,
+                        },
+                    )
                     for chunk in chunks
                 ]
             verdicts = []
@@ -149,9 +152,15 @@ def remote_verification(settings: Settings, tag: str = "") -> Iterator[tuple[Ver
 
         yield verify_on_workers, 2 * slots * CHUNK
         if workers:
-            logger.info("%s[4/6] verify: %d of %d claims in %d chunks on %d dask worker(s): %s", tag,
-                        sent[0], sent[1], sum(workers.values()), len(workers),
-                        ", ".join(f"{w} ({n} chunks)" for w, n in sorted(workers.items())))
+            logger.info(
+                "%s[4/6] verify: %d of %d claims in %d chunks on %d dask worker(s): %s",
+                tag,
+                sent[0],
+                sent[1],
+                sum(workers.values()),
+                len(workers),
+                ", ".join(f"{w} ({n} chunks)" for w, n in sorted(workers.items())),
+            )
 
 
 @contextlib.contextmanager
@@ -165,7 +174,11 @@ def _api_for_workers(settings: Settings, tag: str):
     with get_client(sync_client=True) as client:
         url = str(client.api_url)
     if settings.task_runner != "dask":
-        logger.warning("%sno PREFECT_API_URL: dask workers on other machines cannot reach this run's Prefect "
-                       "server at %s; set PREFECT_API_URL to a server they can reach", tag, url)
+        logger.warning(
+            "%sno PREFECT_API_URL: dask workers on other machines cannot reach this run's Prefect "
+            "server at %s; set PREFECT_API_URL to a server they can reach",
+            tag,
+            url,
+        )
     with temporary_settings(updates={PREFECT_API_URL: url}):
         yield

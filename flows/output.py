@@ -95,6 +95,8 @@ def write_output(path: str, text: str) -> None:
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(text, "utf-8")
     os.replace(tmp, target)
+
+
 def _scope_lines(row: dict) -> list[str]:
     """A --changed-since run: which documents it audited and which were deleted."""
     if row.get("scope") != "changed":

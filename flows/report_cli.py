@@ -64,15 +64,24 @@ def cmd_report(args) -> int:
         + f"\n\nsince {previous or 'the start (no earlier run)'}: "
         + ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in changes.items())
         + format_pages_due(pages)
-        + "".join(f"\nnotification: {n['status']} ({n['format']}, {n['target']}, {n['attempts']} attempt(s)"
-                  + (f", HTTP {n['http_status']}" if n["http_status"] else "") + (f": {n['error']}" if n["error"] else "") + ")"
-                  for n in sent)
+        + "".join(
+            f"\nnotification: {n['status']} ({n['format']}, {n['target']}, {n['attempts']} attempt(s)"
+            + (f", HTTP {n['http_status']}" if n["http_status"] else "")
+            + (f": {n['error']}" if n["error"] else "")
+            + ")"
+            for n in sent
+        )
         + (f"\nhtml report: {args.html}" if args.html else "")
     )
     if fmt == "text":
         rendered = text + "\n"
     elif fmt == "json":
-        rendered = dumps_json({**row, "changes": changes, "pages_due": pages, "notifications": sent, **({"html": str(args.html)} if args.html else {})}) + "\n"
+        rendered = (
+            dumps_json(
+                {**row, "changes": changes, "pages_due": pages, "notifications": sent, **({"html": str(args.html)} if args.html else {})}
+            )
+            + "\n"
+        )
     else:
         rendered = render_findings(store, run_id, fmt, fail_on, args.junit_per_claim)
     if args.output:
@@ -232,14 +241,17 @@ def register(sub) -> None:
 
     verify = sub.add_parser("verify", help="verify one answer against sources (and tool logs)")
     verify.add_argument("--answer", required=True, metavar="FILE", help="the answer to verify (text or Markdown)")
-    verify.add_argument("--sources", required=True, action="append", metavar="DIR",
-                        help="folder, .jsonl or .parquet of dated sources (repeatable)")
+    verify.add_argument(
+        "--sources", required=True, action="append", metavar="DIR", help="folder, .jsonl or .parquet of dated sources (repeatable)"
+    )
     verify.add_argument("--task", help="the task the answer responds to (recorded in the report)")
     verify.add_argument("--tool-logs", metavar="FILE", help="JSON or JSON lines: the tool calls made for the answer")
     verify.add_argument("--depth", default="D3", help="D0..D5 (default D3)")
     verify.add_argument("--today", help="pin today's date (YYYY-MM-DD) for freshness checks")
-    verify.add_argument("--fail-on", help="comma-separated problems that make the exit status 1 "
-                        "(contradicted, stale, uncertain, missing_tool_receipt, tool_result_mismatch)")
+    verify.add_argument(
+        "--fail-on",
+        help="comma-separated problems that make the exit status 1 "
+        "(contradicted, stale, uncertain, missing_tool_receipt, tool_result_mismatch)",
+    )
     verify.add_argument("--json", action="store_true", help="print the VerifyLoop report as JSON")
     verify.set_defaults(func=cmd_verify)
-

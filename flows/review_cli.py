@@ -63,8 +63,20 @@ def cmd_show(args) -> int:
     if args.json:
         print_json(row)
         return 0
-    for key in ("edit_id", "doc_id", "state", "risk", "risk_score", "risk_factors", "label_before", "label_after",
-                "evidence_source", "evidence_date", "evidence_sentence", "reason"):
+    for key in (
+        "edit_id",
+        "doc_id",
+        "state",
+        "risk",
+        "risk_score",
+        "risk_factors",
+        "label_before",
+        "label_after",
+        "evidence_source",
+        "evidence_date",
+        "evidence_sentence",
+        "reason",
+    ):
         print(f"{key:<18}{row.get(key)}")
     print()
     print(row["diff"] or "(no change: needs a human rewrite)")
@@ -113,9 +125,20 @@ def _git_change(args) -> int:
     else:
         change = gitfix.branch(store, args.branch, args.docs)
     if args.json:
-        print(json.dumps({"edits": change.edits, "commit": change.commit, "branch": args.branch, "patch": args.patch,
-                          "outcomes": [{k: v for k, v in o.__dict__.items() if k != "diff"} for o in change.outcomes]},
-                         indent=2, default=str), file=sys.stderr if args.patch == "-" else sys.stdout)
+        print(
+            json.dumps(
+                {
+                    "edits": change.edits,
+                    "commit": change.commit,
+                    "branch": args.branch,
+                    "patch": args.patch,
+                    "outcomes": [{k: v for k, v in o.__dict__.items() if k != "diff"} for o in change.outcomes],
+                },
+                indent=2,
+                default=str,
+            ),
+            file=sys.stderr if args.patch == "-" else sys.stdout,
+        )
         return 0
     report = sys.stderr if args.patch == "-" else sys.stdout  # keep stdout a clean patch
     for o in change.outcomes:
@@ -127,8 +150,11 @@ def _git_change(args) -> int:
         where = "to stdout" if args.patch == "-" else f"to {args.patch}"
         print(f"wrote {change.edits} edit(s) in {len(change.files)} file(s) {where} (git apply it; no KB file was changed)", file=report)
     else:
-        print(f"committed {change.edits} edit(s) in {len(change.files)} file(s) on new branch {args.branch} "
-              f"({change.commit[:12]}); the work tree and the checked-out branch are unchanged", file=report)
+        print(
+            f"committed {change.edits} edit(s) in {len(change.files)} file(s) on new branch {args.branch} "
+            f"({change.commit[:12]}); the work tree and the checked-out branch are unchanged",
+            file=report,
+        )
     return 0
 
 
@@ -199,9 +225,15 @@ def register(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
     p.add_argument("--docs", help="the KB folder (default: the newest run's)")
     git = p.add_mutually_exclusive_group()
-    git.add_argument("--patch", metavar="FILE", help="write the edits as one unified diff for `git apply` (- for stdout); no KB file is changed")
-    git.add_argument("--branch", metavar="NAME", help="commit the edits on a new git branch NAME of the KB's repository, "
-                     "based on HEAD; the work tree and the checked-out branch are not changed")
+    git.add_argument(
+        "--patch", metavar="FILE", help="write the edits as one unified diff for `git apply` (- for stdout); no KB file is changed"
+    )
+    git.add_argument(
+        "--branch",
+        metavar="NAME",
+        help="commit the edits on a new git branch NAME of the KB's repository, "
+        "based on HEAD; the work tree and the checked-out branch are not changed",
+    )
     p.add_argument("--json", action="store_true")
 
     p = command("serve", cmd_serve, "the review queue in the browser (a local web app)", decides=True)

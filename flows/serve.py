@@ -82,14 +82,19 @@ def cmd_serve(args) -> int:
         if not os.environ.get("PREFECT_API_URL"):
             server = LocalServer(log_path=settings.out / "prefect-server.log")
             settings.out.mkdir(parents=True, exist_ok=True)
-            print(f"kbaudit: PREFECT_API_URL is not set; starting a local Prefect server on {server.url} "
-                  f"(log: {server.log_path}); it stops when this command does", flush=True)
+            print(
+                f"kbaudit: PREFECT_API_URL is not set; starting a local Prefect server on {server.url} "
+                f"(log: {server.log_path}); it stops when this command does",
+                flush=True,
+            )
             server.start()
             os.environ["PREFECT_API_URL"] = server.url
         from flows.audit import audit  # why: Prefect (~2 s) only for `serve`, not every command
 
-        print(f"kbaudit: serving deployment audit/{DEPLOYMENT} on cron {args.cron!r} "
-              f"({settings.docs_root} -> {settings.out}); Ctrl-C stops", flush=True)
+        print(
+            f"kbaudit: serving deployment audit/{DEPLOYMENT} on cron {args.cron!r} ({settings.docs_root} -> {settings.out}); Ctrl-C stops",
+            flush=True,
+        )
         audit.serve(
             name=DEPLOYMENT,
             cron=args.cron,

@@ -244,9 +244,9 @@ def evidence_changed_docs(
     )
     for row in frame.astype(object).where(frame.notna(), None).itertuples(index=False):
         before.setdefault(row.claim_id, []).append(row)
-    return sorted({
-        c.doc_id for c in claims if _evidence_signature(evidence.get(c.claim_id, [])) != _evidence_signature(before.get(c.claim_id, []))
-    })
+    return sorted(
+        {c.doc_id for c in claims if _evidence_signature(evidence.get(c.claim_id, [])) != _evidence_signature(before.get(c.claim_id, []))}
+    )
 
 
 def changed_scope(
@@ -272,7 +272,10 @@ def changed_scope(
         scope.notes.append("no full run in the store: claims of unchanged documents were not checked for changed evidence")
     elif prior["corpus"] != corpus_fingerprint(sources):
         scope.evidence_changed = [
-            d for d in evidence_changed_docs(store, prior["run_id"], sources, settings, caches, cache_dir, set(scope.changed) | set(scope.deleted))
+            d
+            for d in evidence_changed_docs(
+                store, prior["run_id"], sources, settings, caches, cache_dir, set(scope.changed) | set(scope.deleted)
+            )
             if (Path(root) / d).is_file()
         ]
         scope.notes.append(
@@ -280,8 +283,6 @@ def changed_scope(
             "for changed evidence" + (f" ({', '.join(scope.evidence_changed)})" if scope.evidence_changed else "")
         )
     return scope
-
-
 
 
 def split_stage(
@@ -376,10 +377,7 @@ def sign_evidence(run_id: str, evidence: dict[str, list[Evidence]], key_dir: Pat
     rows = [e for claim_id in sorted(evidence) for e in evidence[claim_id]]
     inputs = json.dumps(sorted(evidence)).encode()
     receipt = sign_batch(run_id, "retriever", inputs=inputs, outputs=None, key_dir=key_dir, outputs_hash=canonical_digest(rows))
-    stamped = {
-        claim_id: [dataclasses.replace(e, receipt_id=receipt["receipt_id"]) for e in items]
-        for claim_id, items in evidence.items()
-    }
+    stamped = {claim_id: [dataclasses.replace(e, receipt_id=receipt["receipt_id"]) for e in items] for claim_id, items in evidence.items()}
     return stamped, receipt
 
 
@@ -436,7 +434,9 @@ def verify_stage(
         nonlocal verifier
         if verifier is None:
             verifier = verifier_for(settings.model_path, settings.depth != "D0")
-        verdicts = {v.claim_id: v for v in verifier.verify(batch, {c.claim_id: evidence.get(c.claim_id, []) for c in batch}, settings.run_date)}
+        verdicts = {
+            v.claim_id: v for v in verifier.verify(batch, {c.claim_id: evidence.get(c.claim_id, []) for c in batch}, settings.run_date)
+        }
         return [verdicts[c.claim_id] for c in batch]
 
     verify_batch = verify_batch or verify_here
@@ -627,16 +627,26 @@ def run_audit(
         "retrieve", retrieve_and_sign, sources, result.claims, settings, caches, run_id, cache_dir, key_dir
     )
     result.receipts = [receipt]
-    logger.info("%s[3/6] retrieve: %d source versions, evidence for %d claims (%d searches reused)",
-                tag, len(sources), len(result.evidence), searches_reused)
+    logger.info(
+        "%s[3/6] retrieve: %d source versions, evidence for %d claims (%d searches reused)",
+        tag,
+        len(sources),
+        len(result.evidence),
+        searches_reused,
+    )
 
     if verify_batch is None:
         result.verdicts = runner("verify", verify_stage, result.claims, result.evidence, settings, caches)
     else:  # each batch is sent out by verify_batch itself (as tasks of its own), from the caller's context
         result.verdicts = verify_stage(result.claims, result.evidence, settings, caches, verify_batch, verify_batch_size)
     result.redo_reasons = redo_reasons(result.verdicts, previous, settings.full)
-    logger.info("%s[4/6] verify: %s; reused %d verdicts, redone: %s", tag, result.label_counts(),
-                sum(v.reused for v in result.verdicts), result.redo_reasons or "none")
+    logger.info(
+        "%s[4/6] verify: %s; reused %d verdicts, redone: %s",
+        tag,
+        result.label_counts(),
+        sum(v.reused for v in result.verdicts),
+        result.redo_reasons or "none",
+    )
 
     lessons = load_lessons(store) if store is not None else []
     escalation: EscalationResult = runner("escalate", escalate_stage, result.claims, result.evidence, result.verdicts, settings, lessons)
@@ -686,8 +696,17 @@ def document_rows(result: AuditResult) -> list[dict]:
 
 
 COUNT_KEYS = (
-    "documents", "claims", "checkworthy", *LABELS, "reused", "escalated", "skipped_by_budget",
-    "ingest_errors", "edits", "calls", "tokens",
+    "documents",
+    "claims",
+    "checkworthy",
+    *LABELS,
+    "reused",
+    "escalated",
+    "skipped_by_budget",
+    "ingest_errors",
+    "edits",
+    "calls",
+    "tokens",
 )
 
 

@@ -246,10 +246,11 @@ class Settings(Section):
     # folders / .jsonl / .parquet (Path) and git:REPO[@REVS][:PATH] specs (str, kb/evidence/git_source.py)
     sources: list[Path | str] = Field(
         default_factory=list,
-        **_flag("folder, .jsonl or .parquet of dated sources, or git:REPO[@REVS][:PATH] (repeatable; docs/sources.md)",
-                action="append"),
+        **_flag("folder, .jsonl or .parquet of dated sources, or git:REPO[@REVS][:PATH] (repeatable; docs/sources.md)", action="append"),
     )
-    out: Path = Field(default=Path("kbaudit-out"), **_flag("store folder, or a store URL such as s3://bucket/prefix (default ./kbaudit-out)"))
+    out: Path = Field(
+        default=Path("kbaudit-out"), **_flag("store folder, or a store URL such as s3://bucket/prefix (default ./kbaudit-out)")
+    )
     out_url: str | None = None  # a remote store (fsspec URL, e.g. s3://bucket/kbaudit): kb/store/remote.py
     mirror: Path | None = None  # the mirror folder of a URL store; None: ~/.cache/kbaudit/stores/<hash>
     lease_hours: float = 6.0  # a URL store's writer lease older than this is taken over
@@ -408,7 +409,9 @@ class Settings(Section):
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with some fields changed (validated like any other value)."""
-        return _validated(Settings, {**self.model_dump(exclude={"llm_api_key"}), **changes, "llm_api_key": changes.get("llm_api_key", self.llm_api_key)})
+        return _validated(
+            Settings, {**self.model_dump(exclude={"llm_api_key"}), **changes, "llm_api_key": changes.get("llm_api_key", self.llm_api_key)}
+        )
 
     def public_dict(self) -> dict:
         """Settings as JSON-able data, secrets left out (this is what the store records)."""
@@ -496,7 +499,7 @@ def _env_values(environ: Mapping[str, str]) -> dict:
             try:
                 raw = json.loads(raw)
             except json.JSONDecodeError:
-                raise ConfigError(f"bad value for {env_name}: {raw!r} (a JSON object, e.g. {{\"numeric\": 0.9}})") from None
+                raise ConfigError(f'bad value for {env_name}: {raw!r} (a JSON object, e.g. {{"numeric": 0.9}})') from None
         _put(values, path, raw)
     pairs = environ.get("KBAUDIT_ESCALATE_THRESHOLDS")
     if pairs:

@@ -38,7 +38,7 @@ def parse_spec(text: str) -> GitSpec:
     """``git:REPO[@REVS][:PATH]`` -> GitSpec (GitSpecError on bad syntax)."""
     if not is_git_spec(text):
         raise GitSpecError(f"not a git source (expected git:REPO[@REVS][:PATH]): {text!r}")
-    body = text[len(PREFIX):]
+    body = text[len(PREFIX) :]
     revs: tuple[str, ...] | None = None
     path = ""
     if "@" in body:
@@ -61,14 +61,14 @@ def spec_from_table(table: dict, base: Path | None = None) -> str:
         raise GitSpecError(f"unknown key(s) in [[sources]]: {', '.join(sorted(unknown))} (git, revs, path)")
     repo = table.get("git")
     if not isinstance(repo, str) or not repo:
-        raise GitSpecError("[[sources]] needs git = \"REPO\" (a work tree or bare repository)")
+        raise GitSpecError('[[sources]] needs git = "REPO" (a work tree or bare repository)')
     if base is not None and not Path(repo).is_absolute():
         repo = str((base / repo).resolve())
     revs = table.get("revs")
     if isinstance(revs, str):
         revs = [revs]
     if revs is not None and (not isinstance(revs, list) or not all(isinstance(r, str) and r for r in revs) or not revs):
-        raise GitSpecError("[[sources]] revs must be a non-empty list of tags, branches or commits (or \"tags\")")
+        raise GitSpecError('[[sources]] revs must be a non-empty list of tags, branches or commits (or "tags")')
     spec = GitSpec(repo=repo, revs=tuple(revs) if revs else None, path=str(table.get("path") or "").strip("/"))
     return str(spec)
 

@@ -66,8 +66,14 @@ def _retryable(status: int) -> bool:
     return status == 429 or status >= 500
 
 
-def post(url: str, payload: dict, timeout: float = DEFAULT_TIMEOUT, retries: int = DEFAULT_RETRIES,
-         backoff: float = DEFAULT_BACKOFF, sleep=time.sleep) -> Outcome:
+def post(
+    url: str,
+    payload: dict,
+    timeout: float = DEFAULT_TIMEOUT,
+    retries: int = DEFAULT_RETRIES,
+    backoff: float = DEFAULT_BACKOFF,
+    sleep=time.sleep,
+) -> Outcome:
     target = target_of(url)
     clock = time.perf_counter()
     started = dt.datetime.now(dt.UTC)

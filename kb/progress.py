@@ -62,7 +62,11 @@ class Event:
     def line(self) -> str:
         """One plain line: counts, rate and ETA."""
         eta = self.eta
-        tail = "done" if self.finished and not self.failed else ("stopped" if self.finished else f"ETA {_duration(eta)}" if eta is not None else "ETA ?")
+        tail = (
+            "done"
+            if self.finished and not self.failed
+            else ("stopped" if self.finished else f"ETA {_duration(eta)}" if eta is not None else "ETA ?")
+        )
         return f"{self.stage}: {self.done:,}/{self.total:,} {self.unit} ({self.percent:.0f}%), {self.rate:.1f} {self.unit}/s, {tail}"
 
 
@@ -214,7 +218,15 @@ class Console:
 
         bar = self._bars.get(event.stage)
         if bar is None:
-            bar = tqdm(total=event.total, desc=event.stage, unit=f" {event.unit}", file=self.stream, dynamic_ncols=True, leave=True, mininterval=0.5)
+            bar = tqdm(
+                total=event.total,
+                desc=event.stage,
+                unit=f" {event.unit}",
+                file=self.stream,
+                dynamic_ncols=True,
+                leave=True,
+                mininterval=0.5,
+            )
             self._bars[event.stage] = bar
         bar.update(event.done - bar.n)
         if event.finished:

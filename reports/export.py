@@ -66,7 +66,10 @@ def export_verifyloop(store: Store, dest: Path, run_id: str | None = None) -> li
         by_doc[doc_of_claim[e["claim_id"]]]["evidence"].append(e)
     for ed in q.edits(store, run_id):
         by_doc[ed["doc_id"]]["edits"].append(ed)
-    receipt_rows = {r["receipt_id"]: r for r in q.receipts(store, [e["receipt_id"] for d in by_doc.values() for e in d["evidence"] if e.get("receipt_id")])}
+    receipt_rows = {
+        r["receipt_id"]: r
+        for r in q.receipts(store, [e["receipt_id"] for d in by_doc.values() for e in d["evidence"] if e.get("receipt_id")])
+    }
 
     written, taken, manifest = [], set(), []
     for doc in q.documents(store, run_id):
@@ -81,7 +84,13 @@ def export_verifyloop(store: Store, dest: Path, run_id: str | None = None) -> li
         doc_receipts = sorted({e["receipt_id"] for e in parts["evidence"] if e.get("receipt_id")})
         report = build_report(
             trace_id=content_hash(f"{run_id}|{doc['doc_id']}|{doc['version_id']}"),
-            subject={"kind": "kb_document", "doc_id": doc["doc_id"], "version_id": doc["version_id"], "title": doc["title"], "run_id": run_id},
+            subject={
+                "kind": "kb_document",
+                "doc_id": doc["doc_id"],
+                "version_id": doc["version_id"],
+                "title": doc["title"],
+                "run_id": run_id,
+            },
             answer=text,
             task=None,
             depth=run["depth"],
@@ -100,7 +109,13 @@ def export_verifyloop(store: Store, dest: Path, run_id: str | None = None) -> li
         path.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", "utf-8")
         written.append(path)
         manifest.append(
-            {"doc_id": doc["doc_id"], "file": name, "status": doc["status"], "verification_score": report["verification_score"], "gaps": len(report["gaps"])}
+            {
+                "doc_id": doc["doc_id"],
+                "file": name,
+                "status": doc["status"],
+                "verification_score": report["verification_score"],
+                "gaps": len(report["gaps"]),
+            }
         )
     (dest / "manifest.json").write_text(
         json.dumps(

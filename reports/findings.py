@@ -58,30 +58,40 @@ class Rule:
 
 RULES: dict[str, Rule] = {
     "contradicted": Rule(
-        "contradicted", "ContradictedClaim", "The page states something current evidence contradicts.",
+        "contradicted",
+        "ContradictedClaim",
+        "The page states something current evidence contradicts.",
         "The newest authoritative source conflicts with this sentence and no older version of a source "
         "explains it. Check the evidence quoted in the message; apply the proposed fix (the conflicting "
         "value replaced with the source's) or correct the page by hand, then rerun kbaudit.",
     ),
     "stale": Rule(
-        "stale", "StaleClaim", "The page states something a newer source version superseded.",
+        "stale",
+        "StaleClaim",
+        "The page states something a newer source version superseded.",
         "The sentence agrees with an older version of a source that a newer version replaced, or it is "
         "time-sensitive and its newest evidence is older than its freshness window. Update the value to "
         "the newer source's (the proposed fix does so) or confirm it with a current source.",
     ),
     "uncertain": Rule(
-        "uncertain", "UncertainClaim", "No source settles this claim.",
+        "uncertain",
+        "UncertainClaim",
+        "No source settles this claim.",
         "The sources do not say enough to support or refute the sentence, they disagree, or the verdict "
         "stayed low-confidence. Add or cite a source that settles it, reword the sentence, or mark the "
         "passage <!-- kbaudit: ignore --> if it is not meant to be checked.",
     ),
     "ungrounded-tool-claim": Rule(
-        "ungrounded-tool-claim", "UngroundedToolClaim", "The page claims a tool or query result that no evidence backs.",
+        "ungrounded-tool-claim",
+        "UngroundedToolClaim",
+        "The page claims a tool or query result that no evidence backs.",
         "The sentence reports the result of a tool, query or measurement, and no source or tool log "
         "supports it. Link the result's source (a dated export or log) in the sources, or remove the claim.",
     ),
     "removed": Rule(
-        "removed", "RemovedPage", "A page that had findings was removed from the knowledge base.",
+        "removed",
+        "RemovedPage",
+        "A page that had findings was removed from the knowledge base.",
         "The previous run audited this page and it is gone now. Its open findings are no longer "
         "tracked; check that the information it held (and its corrections) still lives elsewhere.",
     ),
@@ -153,8 +163,11 @@ class Finding:
             "uncertain": "Uncertain: no source settles this",
             "ungrounded-tool-claim": "Ungrounded tool claim: no evidence backs this result",
         }[self.kind]
-        parts = [f'{head} ({self.label}, confidence {self.confidence:.2f}): "{self.source_text.strip()}"'
-                 if self.confidence is not None else f'{head}: "{self.source_text.strip()}"']
+        parts = [
+            f'{head} ({self.label}, confidence {self.confidence:.2f}): "{self.source_text.strip()}"'
+            if self.confidence is not None
+            else f'{head}: "{self.source_text.strip()}"'
+        ]
         if self.rationale:
             parts.append(f"Why: {self.rationale}")
         if self.evidence:
@@ -354,23 +367,48 @@ def load(store: Store, run_id: str | None = None, fail_on: tuple[str, ...] = ())
             edit_region, _ = _locate(texts, ed["doc_id"], ed["base_version"], ed["start"], ed["end"], ed["old_text"])
             fix = Fix(ed["edit_id"], ed["status"], ed["risk"], ed["old_text"], ed["new_text"], edit_region)
         ranked = order_evidence(evidence.get(c["claim_id"], []), c.get("evidence_ids") or [], c.get("evidence_sentence"), label)
-        findings.append(Finding(
-            kind=kind, label=label, level=level_for(kind, label, fail_on), doc_id=c["doc_id"], title=doc.get("title"),
-            owner=doc.get("owner"), owner_source=doc.get("owner_source"), claim_id=c["claim_id"], claim_text=c["text"],
-            source_text=c["source_text"], confidence=c["confidence"], rationale=c["rationale"] or "", action=c["action"],
-            section=c["section"] or "", change=changed.get(c["claim_id"]), region=region, location_basis=basis,
-            evidence=[Evidence(e["source_id"], e["source_version"], e["source_date"], e["authority"], e["sentence"] or "", e["rank"])
-                      for e in ranked[:MAX_EVIDENCE]],
-            fix=fix,
-        ))
+        findings.append(
+            Finding(
+                kind=kind,
+                label=label,
+                level=level_for(kind, label, fail_on),
+                doc_id=c["doc_id"],
+                title=doc.get("title"),
+                owner=doc.get("owner"),
+                owner_source=doc.get("owner_source"),
+                claim_id=c["claim_id"],
+                claim_text=c["text"],
+                source_text=c["source_text"],
+                confidence=c["confidence"],
+                rationale=c["rationale"] or "",
+                action=c["action"],
+                section=c["section"] or "",
+                change=changed.get(c["claim_id"]),
+                region=region,
+                location_basis=basis,
+                evidence=[
+                    Evidence(e["source_id"], e["source_version"], e["source_date"], e["authority"], e["sentence"] or "", e["rank"])
+                    for e in ranked[:MAX_EVIDENCE]
+                ],
+                fix=fix,
+            )
+        )
     for d in q.removed_documents(store, run_id):
         if docs_root is not None and (docs_root / d["doc_id"]).exists():
             continue  # not audited by this run (a partial run), but still in the KB
-        findings.append(Finding(
-            kind="removed", label=None, level=level_for("removed", None, fail_on), doc_id=d["doc_id"], title=d["title"],
-            owner=d["owner"], owner_source=d["owner_source"], source_text=d["doc_id"],
-            detail=f"It had {d['findings']} open finding(s) in run {q.previous_run(store, run_id)}.",
-        ))
+        findings.append(
+            Finding(
+                kind="removed",
+                label=None,
+                level=level_for("removed", None, fail_on),
+                doc_id=d["doc_id"],
+                title=d["title"],
+                owner=d["owner"],
+                owner_source=d["owner_source"],
+                source_text=d["doc_id"],
+                detail=f"It had {d['findings']} open finding(s) in run {q.previous_run(store, run_id)}.",
+            )
+        )
     findings.sort(key=lambda f: (f.doc_id, f.region.start_line if f.region else 0, f.region.start_column if f.region else 0, f.kind))
 
     repo = repository_info(docs_root) if docs_root is not None and docs_root.is_dir() else None
@@ -379,19 +417,31 @@ def load(store: Store, run_id: str | None = None, fail_on: tuple[str, ...] = ())
         rel = docs_root.resolve().relative_to(repo["root"]).as_posix()
         prefix = "" if rel == "." else rel + "/"
     return Findings(
-        run=run, run_id=run_id, previous_run=q.previous_run(store, run_id), docs_root=docs_root, fail_on=tuple(fail_on),
-        documents=documents, findings=findings, pages_due=q.pages_due(store, run_id), claims=claims,
-        repository=repo, kb_prefix=prefix,
+        run=run,
+        run_id=run_id,
+        previous_run=q.previous_run(store, run_id),
+        docs_root=docs_root,
+        fail_on=tuple(fail_on),
+        documents=documents,
+        findings=findings,
+        pages_due=q.pages_due(store, run_id),
+        claims=claims,
+        repository=repo,
+        kb_prefix=prefix,
     )
 
 
 def as_json(findings: Findings) -> dict:
     """The findings as plain JSON data (the notification's json payload uses it)."""
+
     def one(f: Finding) -> dict:
         data = dataclasses.asdict(f)
         data["fingerprint"] = f.fingerprint
         data["path"] = findings.path_of(f.doc_id)
         return json.loads(json.dumps(data, default=str))
 
-    return {"summary": findings.summary(), "findings": [one(f) for f in findings.findings],
-            "pages_due": json.loads(json.dumps(findings.pages_due, default=str))}
+    return {
+        "summary": findings.summary(),
+        "findings": [one(f) for f in findings.findings],
+        "pages_due": json.loads(json.dumps(findings.pages_due, default=str)),
+    }

@@ -25,8 +25,12 @@ def escape_property(value: str) -> str:
 def annotation(f: Finding, findings: Findings) -> str:
     props = [("file", findings.path_of(f.doc_id))]
     if f.region is not None:
-        props += [("line", f.region.start_line), ("col", f.region.start_column),
-                  ("endLine", f.region.end_line), ("endColumn", f.region.end_column)]
+        props += [
+            ("line", f.region.start_line),
+            ("col", f.region.start_column),
+            ("endLine", f.region.end_line),
+            ("endColumn", f.region.end_column),
+        ]
     owner = f" (owner: {f.owner})" if f.owner else ""
     props.append(("title", f"kbaudit {f.kind}{owner}: {RULES[f.kind].short}"))
     rendered = ",".join(f"{k}={escape_property(str(v))}" for k, v in props)

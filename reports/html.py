@@ -36,7 +36,7 @@ def highlight(passage: str, sentence: str) -> str:
     i = passage.find(sentence) if sentence else -1
     if i < 0:
         return esc(passage) + (f'<div class="aligned">aligned: <mark>{esc(sentence)}</mark></div>' if sentence else "")
-    return f"{esc(passage[:i])}<mark>{esc(sentence)}</mark>{esc(passage[i + len(sentence):])}"
+    return f"{esc(passage[:i])}<mark>{esc(sentence)}</mark>{esc(passage[i + len(sentence) :])}"
 
 
 def word_diff(old: str, new: str) -> str:
@@ -174,13 +174,11 @@ def _claim_html(c: dict, evidence: list[dict], edits: list[dict]) -> str:
         parts.append(f'<div class="muted">checked as: {esc(c["text"])}</div>')
     if c["label"]:
         conf = f"{float(c['confidence']):.2f}" if c.get("confidence") is not None else "n/a"
-        parts.append(
-            f'<div class="verdict">{esc(c["tier"])} tier, confidence {conf}: {esc(c["rationale"])}</div>'
-        )
+        parts.append(f'<div class="verdict">{esc(c["tier"])} tier, confidence {conf}: {esc(c["rationale"])}</div>')
     if c.get("gap_type"):
         parts.append(
             f'<div class="gap">gap: {esc(c["gap_type"])} ({esc(c.get("gap_severity") or "n/a")})'
-            f'{": " + esc(c["action"]) if c.get("action") else ""}</div>'
+            f"{': ' + esc(c['action']) if c.get('action') else ''}</div>"
         )
     decided = set(c.get("evidence_ids") or [])
     for e in evidence:
@@ -188,7 +186,7 @@ def _claim_html(c: dict, evidence: list[dict], edits: list[dict]) -> str:
         date = e["source_date"].isoformat() if hasattr(e.get("source_date"), "isoformat") else (e.get("source_date") or "undated")
         parts.append(
             f'<div class="evidence" data-rank="{int(e["rank"])}"><div class="src">#{int(e["rank"])} '
-            f'<b>{esc(e["source_id"])}</b>, {esc(date)}, score {float(e["score_fused"] or 0):.3f}{esc(used)}</div>'
+            f"<b>{esc(e['source_id'])}</b>, {esc(date)}, score {float(e['score_fused'] or 0):.3f}{esc(used)}</div>"
             f'<div class="passage">{highlight(e["passage"] or "", e["sentence"] or "")}</div></div>'
         )
     if c["label"] and not evidence:
@@ -236,7 +234,7 @@ def render(store: Store, run_id: str | None = None) -> str:
         f"<title>kbaudit report {esc(run_id)}</title>",
         f"<style>{CSS}</style></head>",
         f'<body data-run="{esc(run_id)}">',
-        f"<header><h1>kbaudit report</h1><div class=\"meta\"><span>run <b id=\"run-id\">{esc(run_id)}</b></span>"
+        f'<header><h1>kbaudit report</h1><div class="meta"><span>run <b id="run-id">{esc(run_id)}</b></span>'
         f"<span>depth {esc(run['depth'])}</span><span>started {esc(run['started_at'])}</span>"
         f"<span>{float(run['seconds'] or 0):.1f} s</span><span>documents: {esc(run['docs_root'])}</span>"
         f"<span>sources: {esc(run['sources_root'])}</span></div></header><main>",
@@ -276,8 +274,10 @@ def render(store: Store, run_id: str | None = None) -> str:
     pages = q.pages_due(store, run_id)
     out.append("<h2>Pages due for review</h2>")
     if pages:
-        out.append('<table id="pages-due"><thead><tr><th>document</th><th>owner</th><th>due</th><th>days overdue</th>'
-                   "<th>open findings</th></tr></thead><tbody>")
+        out.append(
+            '<table id="pages-due"><thead><tr><th>document</th><th>owner</th><th>due</th><th>days overdue</th>'
+            "<th>open findings</th></tr></thead><tbody>"
+        )
         out += [
             f'<tr data-doc="{esc(p["doc_id"])}"><td><a href="#{anchor(p["doc_id"])}">{esc(p["doc_id"])}</a></td>'
             f"<td>{esc(p['owner'] or '')}</td><td>{esc(p['review_due'] or 'never reviewed')}</td>"
@@ -304,8 +304,10 @@ def render(store: Store, run_id: str | None = None) -> str:
             out.append(_claim_html(c, evidence_by_claim.get(c["claim_id"], []), edits_by_claim.get(c["claim_id"], [])))
         out.append("</section>")
     if changes:
-        out.append('<h2>What changed</h2><table id="change-list"><thead><tr><th>change</th><th>document</th>'
-                   "<th>before</th><th>now</th><th>claim</th></tr></thead><tbody>")
+        out.append(
+            '<h2>What changed</h2><table id="change-list"><thead><tr><th>change</th><th>document</th>'
+            "<th>before</th><th>now</th><th>claim</th></tr></thead><tbody>"
+        )
         for ch in changes:
             out.append(
                 f"<tr><td>{esc(ch['change'])}</td><td>{esc(ch['doc_id'])}</td><td>{esc(ch['previous_label'] or '')}</td>"

@@ -56,8 +56,9 @@ def _where(f: Finding) -> str:
 
 def to_xml(findings: Findings, per_claim: bool = False) -> ET.Element:
     root = ET.Element("testsuites", name="kbaudit")
-    suite = ET.SubElement(root, "testsuite", name=f"kbaudit run {findings.run_id}",
-                          timestamp=_timestamp(findings.run.get("started_at")), hostname="kbaudit")
+    suite = ET.SubElement(
+        root, "testsuite", name=f"kbaudit run {findings.run_id}", timestamp=_timestamp(findings.run.get("started_at")), hostname="kbaudit"
+    )
     by_doc: dict[str, list[Finding]] = {}
     for f in findings.findings:
         by_doc.setdefault(f.doc_id, []).append(f)

@@ -47,19 +47,32 @@ def settings_from(environ) -> dict | None:
 def _finding(f: model.Finding, found: model.Findings) -> dict:
     e = f.evidence[0] if f.evidence else None
     return {
-        "kind": f.kind, "label": f.label, "level": f.level, "path": found.path_of(f.doc_id), "doc_id": f.doc_id,
-        "line": f.region.start_line if f.region else None, "column": f.region.start_column if f.region else None,
-        "claim": f.source_text.strip(), "confidence": f.confidence, "change": f.change,
+        "kind": f.kind,
+        "label": f.label,
+        "level": f.level,
+        "path": found.path_of(f.doc_id),
+        "doc_id": f.doc_id,
+        "line": f.region.start_line if f.region else None,
+        "column": f.region.start_column if f.region else None,
+        "claim": f.source_text.strip(),
+        "confidence": f.confidence,
+        "change": f.change,
         "evidence": {"source": e.source_id, "date": model._date(e.source_date), "sentence": e.sentence} if e else None,
         "fix": {"old": f.fix.old_text, "new": f.fix.new_text, "edit_id": f.fix.edit_id} if f.fix else None,
-        "fingerprint": f.fingerprint, "detail": f.detail or None,
+        "fingerprint": f.fingerprint,
+        "detail": f.detail or None,
     }
 
 
 def _page(p: dict) -> dict:
-    return {"doc_id": p["doc_id"], "title": p["title"], "owner": p["owner"],
-            "review_due": p["review_due"].isoformat() if p["review_due"] else None,
-            "days_overdue": p["days_overdue"], "findings": p["findings"]}
+    return {
+        "doc_id": p["doc_id"],
+        "title": p["title"],
+        "owner": p["owner"],
+        "review_due": p["review_due"].isoformat() if p["review_due"] else None,
+        "days_overdue": p["days_overdue"],
+        "findings": p["findings"],
+    }
 
 
 def json_payload(found: model.Findings) -> dict:
@@ -71,8 +84,9 @@ def json_payload(found: model.Findings) -> dict:
     return {
         "event": "kbaudit.run",
         "summary": found.summary(),
-        "owners": [{"owner": o, "new_findings": [_finding(f, found) for f in owners.get(o, [])],
-                    "pages_due": due.get(o, [])} for o in names],
+        "owners": [
+            {"owner": o, "new_findings": [_finding(f, found) for f in owners.get(o, [])], "pages_due": due.get(o, [])} for o in names
+        ],
     }
 
 
@@ -87,14 +101,23 @@ def _clip(text: str, limit: int = SECTION_LIMIT) -> str:
 def slack_payload(found: model.Findings) -> dict:
     data = json_payload(found)
     s = data["summary"]
-    headline = (f"kbaudit run {s['run_id']}: {s['contradicted']} contradicted, {s['stale']} stale, {s['uncertain']} uncertain "
-                f"of {s['checkworthy']} claims; {s['new_findings']} new finding(s), {s['pages_due']} page(s) due for review")
+    headline = (
+        f"kbaudit run {s['run_id']}: {s['contradicted']} contradicted, {s['stale']} stale, {s['uncertain']} uncertain "
+        f"of {s['checkworthy']} claims; {s['new_findings']} new finding(s), {s['pages_due']} page(s) due for review"
+    )
     blocks: list[dict] = [
         {"type": "header", "text": {"type": "plain_text", "text": _clip(f"kbaudit run {s['run_id']}", 150)}},
-        {"type": "section", "text": {"type": "mrkdwn", "text": (
-            f"*{s['documents']}* documents, *{s['checkworthy']}* check-worthy claims: "
-            f"*{s['contradicted']}* contradicted, *{s['stale']}* stale, *{s['uncertain']}* uncertain, "
-            f"*{s['supported']}* supported.\n*{s['new_findings']}* new finding(s); *{s['pages_due']}* page(s) due for review.")}},
+        {
+            "type": "section",
+            "text": {
+                "type": "mrkdwn",
+                "text": (
+                    f"*{s['documents']}* documents, *{s['checkworthy']}* check-worthy claims: "
+                    f"*{s['contradicted']}* contradicted, *{s['stale']}* stale, *{s['uncertain']}* uncertain, "
+                    f"*{s['supported']}* supported.\n*{s['new_findings']}* new finding(s); *{s['pages_due']}* page(s) due for review."
+                ),
+            },
+        },
     ]
     owners = data["owners"]
     for entry in owners[:MAX_OWNERS]:
@@ -112,8 +135,9 @@ def slack_payload(found: model.Findings) -> dict:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _clip("\n".join(lines))}})
     if len(owners) > MAX_OWNERS:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"…and {len(owners) - MAX_OWNERS} more owner(s)"}})
-    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _mrkdwn(
-        f"depth {s['depth']} · `kbaudit report --run {s['run_id']}`")}]})
+    blocks.append(
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": _mrkdwn(f"depth {s['depth']} · `kbaudit report --run {s['run_id']}`")}]}
+    )
     return {"text": headline, "blocks": blocks}
 
 
@@ -123,8 +147,16 @@ def notify_run(store: Store, run_id: str, environ) -> dict | None:
     try:
         config = settings_from(environ)
     except ConfigError as exc:
-        return {"run_id": run_id, "status": "failed", "format": None, "target": None, "attempts": 0,
-                "error": str(exc), "sent_at": dt.datetime.now(dt.UTC), "describe": f"notification not sent: {exc}"}
+        return {
+            "run_id": run_id,
+            "status": "failed",
+            "format": None,
+            "target": None,
+            "attempts": 0,
+            "error": str(exc),
+            "sent_at": dt.datetime.now(dt.UTC),
+            "describe": f"notification not sent: {exc}",
+        }
     if config is None:
         return None
     found = model.load(store, run_id)
@@ -132,8 +164,16 @@ def notify_run(store: Store, run_id: str, environ) -> dict | None:
     outcome = notify.post(config["url"], payload, timeout=config["timeout"], retries=config["retries"])
     owners = {f.owner or "(no owner)" for f in found.findings if f.change or f.kind == "removed"}
     return {
-        "run_id": run_id, "status": outcome.status, "format": config["format"], "target": outcome.target,
-        "attempts": outcome.attempts, "http_status": outcome.http_status, "error": outcome.error,
-        "findings": sum(1 for f in found.findings if f.change or f.kind == "removed"), "owners": len(owners),
-        "seconds": outcome.seconds, "sent_at": outcome.sent_at, "describe": outcome.describe(),
+        "run_id": run_id,
+        "status": outcome.status,
+        "format": config["format"],
+        "target": outcome.target,
+        "attempts": outcome.attempts,
+        "http_status": outcome.http_status,
+        "error": outcome.error,
+        "findings": sum(1 for f in found.findings if f.change or f.kind == "removed"),
+        "owners": len(owners),
+        "seconds": outcome.seconds,
+        "sent_at": outcome.sent_at,
+        "describe": outcome.describe(),
     }

@@ -54,8 +54,13 @@ def _result(f: Finding, findings: Findings) -> dict:
             "change": f.change,
             "locationBasis": f.location_basis,
             "evidence": [
-                {"source": e.source_id, "sourceVersion": e.source_version, "date": _date(e.source_date),
-                 "authority": e.authority, "sentence": e.sentence}
+                {
+                    "source": e.source_id,
+                    "sourceVersion": e.source_version,
+                    "date": _date(e.source_date),
+                    "authority": e.authority,
+                    "sentence": e.sentence,
+                }
                 for e in f.evidence
             ],
         },
@@ -63,25 +68,36 @@ def _result(f: Finding, findings: Findings) -> dict:
     if f.kind != "removed" and f.change:
         result["baselineState"] = "new"
     if f.fix is not None and f.fix.region is not None:
-        result["fixes"] = [{
-            "description": {"text": f'Replace "{f.fix.old_text}" with "{f.fix.new_text}" (kbaudit edit {f.fix.edit_id}, {f.fix.status})'},
-            "artifactChanges": [{
-                "artifactLocation": _artifact(f),
-                "replacements": [{"deletedRegion": _region(f.fix.region), "insertedContent": {"text": f.fix.new_text}}],
-            }],
-        }]
+        result["fixes"] = [
+            {
+                "description": {
+                    "text": f'Replace "{f.fix.old_text}" with "{f.fix.new_text}" (kbaudit edit {f.fix.edit_id}, {f.fix.status})'
+                },
+                "artifactChanges": [
+                    {
+                        "artifactLocation": _artifact(f),
+                        "replacements": [{"deletedRegion": _region(f.fix.region), "insertedContent": {"text": f.fix.new_text}}],
+                    }
+                ],
+            }
+        ]
     return result
 
 
 def _base_ids(findings: Findings) -> tuple[dict, list[dict]]:
     repo = findings.repository
     if repo is not None:
-        base = {"SRCROOT": {"uri": Path(repo["root"]).as_uri() + "/"},
-                "KBROOT": {"uri": findings.kb_prefix, "uriBaseId": "SRCROOT"} if findings.kb_prefix else {"uri": "./", "uriBaseId": "SRCROOT"}}
+        base = {
+            "SRCROOT": {"uri": Path(repo["root"]).as_uri() + "/"},
+            "KBROOT": {"uri": findings.kb_prefix, "uriBaseId": "SRCROOT"} if findings.kb_prefix else {"uri": "./", "uriBaseId": "SRCROOT"},
+        }
         provenance = []
         if repo.get("revision"):
-            item = {"repositoryUri": repo.get("remote") or Path(repo["root"]).as_uri(), "revisionId": repo["revision"],
-                    "mappedTo": {"uriBaseId": "SRCROOT"}}
+            item = {
+                "repositoryUri": repo.get("remote") or Path(repo["root"]).as_uri(),
+                "revisionId": repo["revision"],
+                "mappedTo": {"uriBaseId": "SRCROOT"},
+            }
             if repo.get("branch"):
                 item["branch"] = repo["branch"]
             provenance.append(item)
@@ -99,7 +115,9 @@ def to_sarif(findings: Findings) -> dict:
             "shortDescription": {"text": RULES[kind].short},
             "fullDescription": {"text": RULES[kind].help},
             "help": {"text": RULES[kind].help, "markdown": f"**{RULES[kind].short}**\n\n{RULES[kind].help}"},
-            "defaultConfiguration": {"level": "error" if kind == "contradicted" else "warning" if kind in ("stale", "ungrounded-tool-claim") else "note"},
+            "defaultConfiguration": {
+                "level": "error" if kind == "contradicted" else "warning" if kind in ("stale", "ungrounded-tool-claim") else "note"
+            },
             "properties": {"tags": ["documentation", "fact-check"]},
         }
         for kind in KINDS

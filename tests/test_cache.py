@@ -7,11 +7,31 @@ from kb.store.cache import ResultCache, dumps, key_of, loads
 
 
 def test_records_round_trip_through_json():
-    claim = Claim(claim_id="c1", doc_id="a.md", version_id="v", start=1, end=9, source_text="x", text="x",
-                  requirements=("source_passage", "fresh_source:90d"), freshness_days=90)
-    evidence = Evidence(claim_id="c1", rank=1, passage_id="p", source_id="s", source_version="sv",
-                        source_date=date(2025, 6, 1), authority=0.8, passage="P", sentence="S",
-                        score_bm25=1.5, score_dense=0.5, score_fused=0.03)
+    claim = Claim(
+        claim_id="c1",
+        doc_id="a.md",
+        version_id="v",
+        start=1,
+        end=9,
+        source_text="x",
+        text="x",
+        requirements=("source_passage", "fresh_source:90d"),
+        freshness_days=90,
+    )
+    evidence = Evidence(
+        claim_id="c1",
+        rank=1,
+        passage_id="p",
+        source_id="s",
+        source_version="sv",
+        source_date=date(2025, 6, 1),
+        authority=0.8,
+        passage="P",
+        sentence="S",
+        score_bm25=1.5,
+        score_dense=0.5,
+        score_fused=0.03,
+    )
     verdict = Verdict(claim_id="c1", label="stale", confidence=0.9, tier="rules", rationale="r", evidence_ids=("e1",))
     value = [claim, [evidence], verdict, None]
     assert loads(dumps(value)) == value
@@ -53,6 +73,7 @@ def test_merging_keeps_what_another_process_wrote(tmp_path, monkeypatch):
         first.put_many({f"a{i}": i})  # merges past MAX_SHARDS
     fresh = ResultCache(tmp_path, "ns")
     assert fresh.get_many([f"a{i}" for i in range(6)] + [f"b{i}" for i in range(6)]) == {
-        **{f"a{i}": i for i in range(6)}, **{f"b{i}": i for i in range(6)}
+        **{f"a{i}": i for i in range(6)},
+        **{f"b{i}": i for i in range(6)},
     }
     assert len(list((tmp_path / "ns").glob("*.parquet"))) <= 8

@@ -69,7 +69,12 @@ def test_each_section_is_a_dated_source(tmp_path):
 
 def test_github_release_notes_json(tmp_path):
     releases = [
-        {"tag_name": "v2.0.0", "name": "v2.0.0", "published_at": "2024-03-03T10:00:00Z", "body": "## Breaking\n\n- `--legacy` was removed."},
+        {
+            "tag_name": "v2.0.0",
+            "name": "v2.0.0",
+            "published_at": "2024-03-03T10:00:00Z",
+            "body": "## Breaking\n\n- `--legacy` was removed.",
+        },
         {"tag_name": "v1.9.0", "name": "v1.9.0", "published_at": None, "body": "- Faster startup."},
         {"tag_name": "v2.1.0-rc1", "draft": True, "published_at": None, "body": "draft"},
     ]
@@ -84,7 +89,9 @@ def test_github_release_notes_json(tmp_path):
 def test_undated_section_read_from_git_takes_the_release_that_added_it(tmp_path):
     repo = make_repo(tmp_path)
     release(repo, "v1.0.0", "2023-01-05", {"CHANGES.md": "# Changes\n\n## 1.0.0\n\n- First release.\n"})
-    release(repo, "v1.1.0", "2023-06-07", {"CHANGES.md": "# Changes\n\n## 1.1.0\n\n- Uploads up to 20 MB.\n\n## 1.0.0\n\n- First release.\n"})
+    release(
+        repo, "v1.1.0", "2023-06-07", {"CHANGES.md": "# Changes\n\n## 1.1.0\n\n- Uploads up to 20 MB.\n\n## 1.0.0\n\n- First release.\n"}
+    )
     sources, errors = load_sources(f"git:{repo}@tags", today=TODAY)
     assert errors == []
     got = sorted((s.source_id, s.source_date, s.date_origin, s.source_rev) for s in sources)
@@ -96,7 +103,9 @@ def test_undated_section_read_from_git_takes_the_release_that_added_it(tmp_path)
 def test_a_newer_changelog_entry_supersedes_a_page(tmp_path):
     kb = tmp_path / "kb"
     kb.mkdir()
-    (kb / "faq.md").write_text("---\ntitle: FAQ\n---\n# FAQ\n\nThe default timeout is 30 seconds.\n\nUploads are limited to 20 MB per file.\n")
+    (kb / "faq.md").write_text(
+        "---\ntitle: FAQ\n---\n# FAQ\n\nThe default timeout is 30 seconds.\n\nUploads are limited to 20 MB per file.\n"
+    )
     src = tmp_path / "sources"
     src.mkdir()
     (src / "guide.md").write_text("---\nupdated: 2023-03-01\n---\n# Guide\n\nThe default timeout is 30 seconds.\n\n"

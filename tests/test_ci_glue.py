@@ -82,8 +82,14 @@ def run_action(repo: Path, tmp_path: Path, inputs: dict, github: dict) -> list[d
         env.update({k: evaluate(str(v)) for k, v in (step.get("env") or {}).items()})
         script = tmp_path / f"step-{len(records)}.sh"
         script.write_text(step["run"])
-        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=repo, env=env,
-                              capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         found = dict(line.split("=", 1) for line in output_file.read_text().splitlines() if "=" in line)
         if step.get("id"):
             outputs[step["id"]] = found
@@ -116,8 +122,12 @@ def test_the_action_on_a_pull_request_audits_the_changed_page_and_fails_on_its_f
     git(repo, "commit", "-q", "-am", "SLA credits")
     git(repo, "checkout", "-q", "--detach")  # a PR's checkout is a detached merge commit
 
-    records = run_action(repo, tmp_path, {"docs": "docs", "sources": "sources", "format": "json", "out": str(tmp_path / "store")},
-                         {"event_name": "pull_request", "base_ref": "main", "action_path": str(ROOT)})
+    records = run_action(
+        repo,
+        tmp_path,
+        {"docs": "docs", "sources": "sources", "format": "json", "out": str(tmp_path / "store")},
+        {"event_name": "pull_request", "base_ref": "main", "action_path": str(ROOT)},
+    )
     audit = next(r for r in records if r["step"].get("id") == "audit")
     assert audit["rc"] == 0, audit["stderr"][-2000:]
     assert "--changed-since origin/main" in audit["stdout"]
@@ -133,9 +143,12 @@ def test_the_action_on_a_pull_request_audits_the_changed_page_and_fails_on_its_f
 
 def test_the_action_with_a_revision_that_does_not_exist_stops_with_exit_2(tmp_path):
     repo = make_demo_repo(tmp_path)
-    records = run_action(repo, tmp_path, {"docs": "docs", "sources": "sources", "format": "json", "changed-since": "no-such-rev",
-                                          "out": str(tmp_path / "store")},
-                         {"event_name": "push", "base_ref": "", "action_path": str(ROOT)})
+    records = run_action(
+        repo,
+        tmp_path,
+        {"docs": "docs", "sources": "sources", "format": "json", "changed-since": "no-such-rev", "out": str(tmp_path / "store")},
+        {"event_name": "push", "base_ref": "", "action_path": str(ROOT)},
+    )
     audit = records[-1]
     assert audit["step"].get("id") == "audit" and audit["rc"] == 2
     assert audit["outputs"]["exit-code"] == "2"
@@ -156,8 +169,14 @@ def hook_repo(tmp_path: Path) -> Path:
 
 def try_repo(repo: Path, tmp_path: Path) -> subprocess.CompletedProcess:
     env = {**base_env(tmp_path), "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
-    return subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "kbaudit", "--verbose"], cwd=repo,
-                          env=env, capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "kbaudit", "--verbose"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def test_the_hook_audits_the_staged_page_only_and_fails_on_its_finding(tmp_path):

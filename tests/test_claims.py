@@ -45,9 +45,11 @@ def test_fixture_spans_point_at_the_source_text():
             span = doc.text[c.start : c.end]
             assert span, c
             # markup aside, the span holds the claim's words
-            first = next(w for w in c.source_text.split() if w.isalnum()) if any(
-                w.isalnum() for w in c.source_text.split()
-            ) else c.source_text[:1]
+            first = (
+                next(w for w in c.source_text.split() if w.isalnum())
+                if any(w.isalnum() for w in c.source_text.split())
+                else c.source_text[:1]
+            )
             assert first in span, (span, c.source_text)
 
 
@@ -61,7 +63,10 @@ def test_throughput_is_reported():
     [
         ("Dr. Smith joined in 2020. He leads the team.", ["Dr. Smith joined in 2020.", "He leads the team."]),
         ("It costs approx. 2.5 MB, e.g. for v2.1.3. Next one.", ["It costs approx. 2.5 MB, e.g. for v2.1.3.", "Next one."]),
-        ("See https://x.example.com/a.b.html for more. Mail a.b@c.org today.", ["See https://x.example.com/a.b.html for more.", "Mail a.b@c.org today."]),
+        (
+            "See https://x.example.com/a.b.html for more. Mail a.b@c.org today.",
+            ["See https://x.example.com/a.b.html for more.", "Mail a.b@c.org today."],
+        ),
         ("Is it fast? Yes! It is.", ["Is it fast?", "Yes!", "It is."]),
         ("Made by Example Inc. The rest.", ["Made by Example Inc.", "The rest."]),
         ("The U.S. team grew 3.5x in Q1. J. Doe said so.", ["The U.S. team grew 3.5x in Q1.", "J. Doe said so."]),
@@ -82,9 +87,7 @@ def test_atomic_claims_coordination_and_lead_ins():
     assert "Payments API launched in 2019" in texts  # "The API" resolved from the heading
     assert "Payments API serves 40 regions." in texts
     _, more = claims_of("The gateway launched in 2019, serves 40 regions and runs 3 data centres.\n")
-    assert [c.text for c in more] == [
-        "The gateway launched in 2019", "The gateway serves 40 regions", "The gateway runs 3 data centres."
-    ]
+    assert [c.text for c in more] == ["The gateway launched in 2019", "The gateway serves 40 regions", "The gateway runs 3 data centres."]
     assert {"Supported regions: us-east-1", "Supported regions: eu-west-1", "Supported regions: ap-south-1"} <= set(texts)
     assert "Payments API supports: SSO" in texts and "Payments API supports: SCIM" in texts
     assert "Plan Pro: Price is $49" in texts and "Plan Pro: Limit is 500 rps" in texts
@@ -271,13 +274,15 @@ def test_dummy_it_is_not_rewritten_to_the_previous_subject():
 def test_a_capitalised_list_after_a_comma_is_not_a_clause():
     _, claims = claims_of("The selector applies only to custom resources and has no effect on Secrets, Endpoints and Services.\n")
     assert [c.text for c in claims] == [
-        "The selector applies only to custom resources", "The selector has no effect on Secrets, Endpoints and Services."
+        "The selector applies only to custom resources",
+        "The selector has no effect on Secrets, Endpoints and Services.",
     ]
 
 
 def test_steps_under_an_instructional_lead_in_are_instructions():
-    _, claims = claims_of("To install kbaudit:\n\n1. Run pip install kbaudit.\n2. Open the config file.\n\n"
-                          "The release adds:\n\n- Export to CSV\n")
+    _, claims = claims_of(
+        "To install kbaudit:\n\n1. Run pip install kbaudit.\n2. Open the config file.\n\nThe release adds:\n\n- Export to CSV\n"
+    )
     by_text = {c.text: c for c in claims}
     assert by_text["To install kbaudit: Run pip install kbaudit."].reason == "instruction"
     assert by_text["To install kbaudit: Open the config file."].checkworthy is False

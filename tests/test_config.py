@@ -86,8 +86,11 @@ def test_sections_come_from_file_then_environment_with_their_older_names(tmp_pat
 def test_settings_survive_the_json_a_deployment_passes(tmp_path: Path):
     from kb.config import Settings
 
-    settings = load_settings({"depth": "D2", "sources": ["a", "b"], "fail_on": "stale"}, cwd=tmp_path,
-                             environ={"KBAUDIT_ESCALATE_THRESHOLD": "0.7", "KBAUDIT_LLM_API_KEY": "sk-x"})
+    settings = load_settings(
+        {"depth": "D2", "sources": ["a", "b"], "fail_on": "stale"},
+        cwd=tmp_path,
+        environ={"KBAUDIT_ESCALATE_THRESHOLD": "0.7", "KBAUDIT_LLM_API_KEY": "sk-x"},
+    )
     again = Settings.from_public_dict(settings.public_dict())
     assert again.model_dump() == settings.model_dump()  # every setting but the key, which is never serialised
     assert (again.depth, again.sources, again.fail_on, again.escalate.threshold) == ("D2", [Path("a"), Path("b")], ("stale",), 0.7)

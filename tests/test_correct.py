@@ -88,8 +88,20 @@ def demo_audit(docs_root: Path, authority: float = 1.0):
                 continue
             passage_id = content_hash(row["correction"])
             evidence[claim.claim_id] = [
-                Evidence(claim.claim_id, 1, passage_id, "src", "v2", date(2025, 3, 1), authority, row["correction"],
-                         row["correction"], 1.0, 1.0, 1.0)
+                Evidence(
+                    claim.claim_id,
+                    1,
+                    passage_id,
+                    "src",
+                    "v2",
+                    date(2025, 3, 1),
+                    authority,
+                    row["correction"],
+                    row["correction"],
+                    1.0,
+                    1.0,
+                    1.0,
+                )
             ]
             ev_id = evidence[claim.claim_id][0].evidence_id
             if label == "supported":
@@ -97,8 +109,15 @@ def demo_audit(docs_root: Path, authority: float = 1.0):
             else:
                 old, new = slot_values(row["sentence"], row["correction"])
                 verdicts[claim.claim_id] = Verdict(
-                    claim.claim_id, label, 0.95, "rules", f"{old} vs {new}", evidence_ids=(ev_id,),
-                    claim_value=old, evidence_value=new, evidence_sentence=row["correction"],
+                    claim.claim_id,
+                    label,
+                    0.95,
+                    "rules",
+                    f"{old} vs {new}",
+                    evidence_ids=(ev_id,),
+                    claim_value=old,
+                    evidence_value=new,
+                    evidence_sentence=row["correction"],
                 )
     for c in claims:
         if c.checkworthy and c.claim_id not in verdicts:
@@ -117,8 +136,12 @@ def demo_audit(docs_root: Path, authority: float = 1.0):
         ("The Free plan includes up to 3 users.", "up to 3", "5", "The Free plan includes up to 5 users."),
         ("Requires Python 3.9 or later.", "3.9 or later", "3.10", "Requires Python 3.10 or later."),
         ("It costs $49 per user.", "49", "59", "It costs $59 per user."),
-        ("Returned in the `X-RateLimit-Remaining` header.", "X-RateLimit-Remaining", "X-Nimbus-Quota-Remaining",
-         "Returned in the `X-Nimbus-Quota-Remaining` header."),
+        (
+            "Returned in the `X-RateLimit-Remaining` header.",
+            "X-RateLimit-Remaining",
+            "X-Nimbus-Quota-Remaining",
+            "Returned in the `X-Nimbus-Quota-Remaining` header.",
+        ),
     ],
 )
 def test_replace_slot_keeps_the_rest_of_the_sentence(text, old, new, expected):

@@ -94,8 +94,9 @@ def test_export_of_the_demo_runs_validates_against_the_schemas(demo, tmp_path: P
 
     # The first run audited an older version of rate-limits.md: its text is no longer available.
     older = tmp_path / "first"
-    assert main(["export", "--format", "verifyloop", "--out", str(demo["out"]), "--run", first["run_id"],
-                 "--dest", str(older), "--json"]) == 0
+    assert (
+        main(["export", "--format", "verifyloop", "--out", str(demo["out"]), "--run", first["run_id"], "--dest", str(older), "--json"]) == 0
+    )
     assert len(json.loads(capsys.readouterr().out)["files"]) == first["documents"]
     old = _check(older, first["run_id"])
     assert old["rate-limits.md"]["answer"] is None and old["backups.md"]["answer"] is not None

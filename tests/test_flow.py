@@ -63,9 +63,7 @@ def test_rerun_gives_same_ids_and_labels(demo_runs):
 
 def test_bad_documents_become_ingest_errors_and_the_run_goes_on(demo_runs):
     out, first, _ = demo_runs
-    errors = dict(_con(out).execute(
-        "SELECT path, error FROM ingest_errors WHERE run_id = ?", [first["run_id"]]
-    ).fetchall())
+    errors = dict(_con(out).execute("SELECT path, error FROM ingest_errors WHERE run_id = ?", [first["run_id"]]).fetchall())
     assert set(errors) == {"logo.md", "latin1.md"}
     assert first["documents"] == 15
 
@@ -108,8 +106,7 @@ def test_sigkill_mid_run_then_rerun_matches_an_uninterrupted_run(demo_runs, tmp_
 
     out = tmp_path / "store"
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "flows.cli", "run", str(docs_root), "--sources", sources,
-               "--out", str(out), "--today", DEMO_TODAY]
+    command = [sys.executable, "-m", "flows.cli", "run", str(docs_root), "--sources", sources, "--out", str(out), "--today", DEMO_TODAY]
     log_path = tmp_path / "killed.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -149,7 +146,9 @@ def test_check_receipts_flags_an_evidence_row_altered_after_the_run(demo_runs, t
     table = pq.read_table(part)
     passages = table.column("passage").to_pylist()
     passages[0] = passages[0] + " (edited by hand)"
-    pq.write_table(table.set_column(table.schema.get_field_index("passage"), "passage", pa.array(passages, table.schema.field("passage").type)), part)
+    pq.write_table(
+        table.set_column(table.schema.get_field_index("passage"), "passage", pa.array(passages, table.schema.field("passage").type)), part
+    )
     assert main(["check-receipts", "--out", str(copy)]) == 1
 
 

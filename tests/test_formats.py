@@ -31,13 +31,16 @@ def schema_path() -> Path:
     """../shared/schemas beside the clone (CI), or beside the main checkout when this checkout is
     a linked git worktree (its parent folder has no shared/)."""
     candidates = [REPO / SCHEMA_REL]
-    common = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                            capture_output=True, text=True)
+    common = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--path-format=absolute", "--git-common-dir"], capture_output=True, text=True
+    )
     if common.returncode == 0 and common.stdout.strip():
         candidates.append(Path(common.stdout.strip()).parent / SCHEMA_REL)
     found = [c for c in candidates if c.is_file()]
     assert found, f"the SARIF schema is not at {', '.join(str(c) for c in candidates)}"
     return found[0]
+
+
 EDITED = ("The Pro plan allows 600 requests per minute per API key.", "The Pro plan allows 900 requests per minute per API key.")
 
 
@@ -69,11 +72,32 @@ def demo(prefect_harness, tmp_path_factory):
     page = docs / "rate-limits.md"
     page.write_text(page.read_text("utf-8").replace(*EDITED), "utf-8")
     sarif_file = root / "ci" / "second.sarif"
-    code = main(["run", str(docs), "--sources", str(DEMO_ROOT / "sources"), "--out", str(out), "--today", DEMO_TODAY,
-                 "--format", "sarif", "--output", str(sarif_file)])
+    code = main(
+        [
+            "run",
+            str(docs),
+            "--sources",
+            str(DEMO_ROOT / "sources"),
+            "--out",
+            str(out),
+            "--today",
+            DEMO_TODAY,
+            "--format",
+            "sarif",
+            "--output",
+            str(sarif_file),
+        ]
+    )
     runs = Store(out).run_ids()
-    return {"root": root, "docs": docs, "out": out, "first": first["run_id"], "second": runs[-1], "sarif_file": sarif_file,
-            "run_exit": code}
+    return {
+        "root": root,
+        "docs": docs,
+        "out": out,
+        "first": first["run_id"],
+        "second": runs[-1],
+        "sarif_file": sarif_file,
+        "run_exit": code,
+    }
 
 
 def _report(demo, capsys, *flags) -> tuple[int, str, str]:
@@ -108,7 +132,7 @@ def test_run_writes_valid_sarif_with_one_result_per_finding(demo):
 def test_sarif_regions_point_at_the_claims_span_and_the_fix_applies(demo):
     doc = json.loads(demo["sarif_file"].read_text("utf-8"))
     store = Store(demo["out"])
-    spans = {r.claim_id: (r.start, r.end) for r in store.query("SELECT claim_id, start, \"end\" FROM claims").itertuples()}
+    spans = {r.claim_id: (r.start, r.end) for r in store.query('SELECT claim_id, start, "end" FROM claims').itertuples()}
     fixed = 0
     for result in doc["runs"][0]["results"]:
         loc = result["locations"][0]["physicalLocation"]
@@ -118,7 +142,10 @@ def test_sarif_regions_point_at_the_claims_span_and_the_fix_applies(demo):
         assert result["properties"]["locationBasis"] == "kb_file"
         evidence = result["properties"]["evidence"]
         first = evidence[0]
-        assert f"Evidence: {first['source']} ({first['date']}, rev {first['sourceVersion'][:8]}): \"{first['sentence'].strip()}\"" in result["message"]["text"]
+        assert (
+            f'Evidence: {first["source"]} ({first["date"]}, rev {first["sourceVersion"][:8]}): "{first["sentence"].strip()}"'
+            in result["message"]["text"]
+        )
         for fix in result.get("fixes", []):
             (change,) = fix["artifactChanges"]
             (rep,) = change["replacements"]
@@ -133,7 +160,10 @@ def test_sarif_regions_point_at_the_claims_span_and_the_fix_applies(demo):
 def test_fingerprints_are_stable_across_runs(demo, capsys):
     _, first, _ = _report(demo, capsys, "--run", demo["first"], "--format", "sarif")
     second = demo["sarif_file"].read_text("utf-8")
-    fp = lambda raw: {r["properties"]["claim"]: r["partialFingerprints"]["kbauditFinding/v1"] for r in json.loads(raw)["runs"][0]["results"]}  # noqa: E731
+
+    def fp(raw):
+        return {r["properties"]["claim"]: r["partialFingerprints"]["kbauditFinding/v1"] for r in json.loads(raw)["runs"][0]["results"]}  # noqa: E731
+
     a, b = fp(first), fp(second)
     same = set(a) & set(b)
     assert len(same) >= len(a) - 2
@@ -190,8 +220,12 @@ def test_github_annotations(demo, capsys):
         doc_id, start, end = spans[claim]
         assert props["file"] == doc_id
         text = (demo["docs"] / doc_id).read_text("utf-8")
-        region = {"startLine": int(props["line"]), "startColumn": int(props["col"]),
-                  "endLine": int(props["endLine"]), "endColumn": int(props["endColumn"])}
+        region = {
+            "startLine": int(props["line"]),
+            "startColumn": int(props["col"]),
+            "endLine": int(props["endLine"]),
+            "endColumn": int(props["endColumn"]),
+        }
         assert cut(text, region) == text[start:end]
         assert _unescape(props["title"]).startswith("kbaudit ")
     assert len(annotations) == len(json.loads(demo["sarif_file"].read_text("utf-8"))["runs"][0]["results"])
@@ -207,9 +241,12 @@ def test_junit_per_document_and_per_claim(demo, capsys):
     cases = root.findall("./testsuite/testcase")
     documents = store.query("SELECT doc_id, owner FROM documents ORDER BY doc_id")
     assert [c.get("name") for c in cases] == list(documents.doc_id)
-    failing_docs = set(store.query(
-        "SELECT DISTINCT v.doc_id FROM latest_verdicts v JOIN claims c USING (claim_id) "
-        "WHERE c.checkworthy AND v.label IN ('contradicted', 'stale')").doc_id)
+    failing_docs = set(
+        store.query(
+            "SELECT DISTINCT v.doc_id FROM latest_verdicts v JOIN claims c USING (claim_id) "
+            "WHERE c.checkworthy AND v.label IN ('contradicted', 'stale')"
+        ).doc_id
+    )
     assert {c.get("name") for c in cases if c.find("failure") is not None} >= failing_docs
     assert int(root.get("failures")) == sum(c.find("failure") is not None for c in cases)
     pricing = next(c for c in cases if c.get("name") == "pricing.md")
@@ -242,13 +279,16 @@ def test_json_alias_and_text(demo, capsys, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("flags, message", [
-    (["--junit-per-claim"], "--junit-per-claim needs --format junit"),
-    (["--json", "--format", "sarif"], "cannot be combined with --format sarif"),
-    (["--format", "sarif", "--run", "nope"], "no run 'nope'"),
-    (["--format", "github", "--fail-on", "wrong"], "--fail-on takes labels"),
-    (["--format", "sarif", "--output", "{tmp}"], "is a folder"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--junit-per-claim"], "--junit-per-claim needs --format junit"),
+        (["--json", "--format", "sarif"], "cannot be combined with --format sarif"),
+        (["--format", "sarif", "--run", "nope"], "no run 'nope'"),
+        (["--format", "github", "--fail-on", "wrong"], "--fail-on takes labels"),
+        (["--format", "sarif", "--output", "{tmp}"], "is a folder"),
+    ],
+)
 def test_bad_flags_are_one_line_usage_errors(demo, capsys, tmp_path, flags, message):
     flags = [f.replace("{tmp}", str(tmp_path)) for f in flags]
     code, out, err = _report(demo, capsys, *flags)

@@ -18,13 +18,17 @@ pytestmark = pytest.mark.slow
 
 
 def tree_digest(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and ".git" not in p.parts}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and ".git" not in p.parts
+    }
 
 
 def accepted_edits(out: Path) -> list[tuple]:
-    return sql(out, "SELECT edit_id, doc_id, old_text, new_text, state FROM edit_state "
-                    "WHERE state IN ('auto', 'approved') ORDER BY doc_id, start")
+    return sql(
+        out, "SELECT edit_id, doc_id, old_text, new_text, state FROM edit_state WHERE state IN ('auto', 'approved') ORDER BY doc_id, start"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -83,10 +87,17 @@ def test_patch_goes_through_git_apply_and_the_next_run_supports_the_corrections(
     code, row, err = run_json(capsys, *audit_args(repo, out, "--changed-since", "HEAD"))
     assert code in (0, 1), err
     assert row["documents_audited"] == sorted({e[1] for e in edits})
-    labels = dict(sql(out, "SELECT c.source_text, v.label FROM verdicts v JOIN claims_history c USING (run_id, claim_id) "
-                           "WHERE v.run_id = ?", [row["run_id"]]))
+    labels = dict(
+        sql(
+            out,
+            "SELECT c.source_text, v.label FROM verdicts v JOIN claims_history c USING (run_id, claim_id) WHERE v.run_id = ?",
+            [row["run_id"]],
+        )
+    )
     for _, _, _, new_text, _ in edits:
-        found = [label for source_text, label in labels.items() if plain(new_text) in plain(source_text) or plain(source_text) in plain(new_text)]
+        found = [
+            label for source_text, label in labels.items() if plain(new_text) in plain(source_text) or plain(source_text) in plain(new_text)
+        ]
         assert found and set(found) == {"supported"}, (new_text, found)
 
 
@@ -113,8 +124,16 @@ def test_branch_commits_the_edits_and_leaves_the_work_tree_and_head_alone(work, 
     (repo / "notes.txt").write_text("an untracked file\n")  # the user's own work in progress
     (repo / "sources" / "product-limits.md").write_text((repo / "sources" / "product-limits.md").read_text() + "\nDraft.\n")
     git(repo, "add", "sources/product-limits.md")
-    state = lambda: (git(repo, "status", "--porcelain"), git(repo, "rev-parse", "HEAD"), git(repo, "symbolic-ref", "HEAD"),  # noqa: E731
-                     tree_digest(repo), (repo / ".git" / "index").read_bytes())
+
+    def state():
+        return (
+            git(repo, "status", "--porcelain"),
+            git(repo, "rev-parse", "HEAD"),
+            git(repo, "symbolic-ref", "HEAD"),  # noqa: E731
+            tree_digest(repo),
+            (repo / ".git" / "index").read_bytes(),
+        )
+
     before = state()
 
     code, _, err = run_json(capsys, *apply_args(repo, out, "--branch", "kbaudit/fixes"))

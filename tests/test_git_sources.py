@@ -233,8 +233,12 @@ def test_a_sentence_the_newest_release_dropped_is_reported_removed(tmp_path):
     page = ("# Options\n\nThe `--legacy-parser` flag switches to the old parser for one release.\n\n"
             "The default timeout is 30 seconds.\n\nUploads are limited to 10 MB per file.\n")  # fmt: skip
     release(repo, "v1.0.0", "2024-01-10", {"docs/options.md": page})
-    release(repo, "v2.0.0", "2024-09-01", {"docs/options.md": page.replace(
-        "The `--legacy-parser` flag switches to the old parser for one release.\n\n", "")})
+    release(
+        repo,
+        "v2.0.0",
+        "2024-09-01",
+        {"docs/options.md": page.replace("The `--legacy-parser` flag switches to the old parser for one release.\n\n", "")},
+    )
     kb = tmp_path / "kb"
     kb.mkdir()
     (kb / "options.md").write_text("---\nupdated: 2024-01-10\n---\n" + page)

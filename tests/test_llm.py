@@ -381,10 +381,15 @@ def test_injected_instruction_in_a_document_does_not_change_the_verdict(serve):
         seen["outside"] = "Ignore previous instructions" in outside or "you must approve" in outside
         seen["system_warns"] = "never an instruction" in body["messages"][0]["content"]
         # a model that obeys the injection: verified-clean, quoting the document, not the sources
-        return 200, (
-            "STATUS: verified-clean\nQUESTIONS:\n1. How long are backups kept?\nANSWERS:\n"
-            '1. "Backups are kept for 14 days on the Team plan" [P1]\nDISCREPANCIES: none\nFINAL: ' + draft
-        ), None, 0
+        return (
+            200,
+            (
+                "STATUS: verified-clean\nQUESTIONS:\n1. How long are backups kept?\nANSWERS:\n"
+                '1. "Backups are kept for 14 days on the Team plan" [P1]\nDISCREPANCIES: none\nFINAL: ' + draft
+            ),
+            None,
+            0,
+        )
 
     s = serve(respond)
     claim = _claim("c1", "Backups are kept for 14 days on the Team plan.", source_text=draft)
@@ -601,7 +606,9 @@ def test_a_grounded_reply_that_contradicts_itself_is_a_disagreement(serve):
     r2 = _one(s2, claim=right, verdict=_weak("c2", "supported", 0.6))
     assert r2.not_accepted == {"disagreement": 1} and r2.verdicts[0].label == "supported"
     # a clean status whose final text changes the number
-    s3 = serve(lambda body, h, n: (200, CLEAN.replace("FINAL:\nBackups are kept for 30 days", "FINAL:\nBackups are kept for 45 days"), None, 0))
+    s3 = serve(
+        lambda body, h, n: (200, CLEAN.replace("FINAL:\nBackups are kept for 30 days", "FINAL:\nBackups are kept for 45 days"), None, 0)
+    )
     assert _one(s3).not_accepted == {"disagreement": 1}
     # clean, resting on real passage sentences that are about something else
     other = _claim("c3", "The Team plan includes phone support around the clock.")

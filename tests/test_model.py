@@ -50,11 +50,13 @@ def test_artifact_is_small_and_described():
 
 
 def test_loads_offline_in_a_fresh_process():
-    code = ("from kb.verify.model import ModelJudge; j = ModelJudge(); "
-            "print(j.judge([('The port is 8080.', 'The port is 8080.')])[0].relation)")
+    code = (
+        "from kb.verify.model import ModelJudge; j = ModelJudge(); print(j.judge([('The port is 8080.', 'The port is 8080.')])[0].relation)"
+    )
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_HOME="/nonexistent-hf-home")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         cwd=Path(__file__).resolve().parents[1], timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[1], timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "supports"
 
@@ -81,9 +83,11 @@ def test_obvious_pairs(judge):
 
 
 def test_probabilities_are_calibrated_distributions(judge):
-    pairs = [("Black requires Python 3.9+.", "Black requires Python 3.9+ to run."),
-             ("Traefik listens on port 80.", "The cat sat on the mat."),
-             ("The option --fast skips checks.", "The option --safe skips checks.")]
+    pairs = [
+        ("Black requires Python 3.9+.", "Black requires Python 3.9+ to run."),
+        ("Traefik listens on port 80.", "The cat sat on the mat."),
+        ("The option --fast skips checks.", "The option --safe skips checks."),
+    ]
     p = judge.probs(pairs)
     assert p.shape == (3, 3)
     assert np.allclose(p.sum(axis=1), 1.0)
@@ -151,8 +155,12 @@ def test_synth_supporting_and_nei_transformations():
 
 def test_synth_generate_is_deterministic_and_labelled():
     passages = [
-        ["The default port is 8080.", "Use --verbose to print every request.",
-         "Version 2.3.1 added HTTP/2 support.", "The cache is not shared between workers."],
+        [
+            "The default port is 8080.",
+            "Use --verbose to print every request.",
+            "Version 2.3.1 added HTTP/2 support.",
+            "The cache is not shared between workers.",
+        ],
         ["Paris hosted the Olympic Games in 1924.", "The tower is 330 metres tall."],
     ]
     a = synth.generate(passages, 60, seed=3)
@@ -181,8 +189,7 @@ def test_splits_deterministic_and_rates():
         first = [splits.is_validation(ds, r) for r in recs]
         assert first == [splits.is_validation(ds, r) for r in recs]
         assert 0.12 < sum(first) / len(first) < 0.18
-    assert splits.is_validation("vitaminc", {"page": "X", "claim": "a"}) == splits.is_validation(
-        "vitaminc", {"page": "X", "claim": "b"})
+    assert splits.is_validation("vitaminc", {"page": "X", "claim": "a"}) == splits.is_validation("vitaminc", {"page": "X", "claim": "b"})
 
 
 def test_vitaminc_split_is_page_disjoint():

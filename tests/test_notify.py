@@ -180,9 +180,12 @@ def test_slack_payload_after_the_run(runs):
     assert body["text"].startswith(f"kbaudit run {runs['first']}: {counts['contradicted']} contradicted, {counts['stale']} stale")
     assert body["blocks"][0] == {"type": "header", "text": {"type": "plain_text", "text": f"kbaudit run {runs['first']}"}}
     sections = [b["text"]["text"] for b in body["blocks"] if b["type"] == "section"]
-    owners = q.rows(store, """SELECT coalesce(d.owner, '(no owner)') AS owner, count(*) AS n FROM claim_changes(?, NULL) c
+    owners = q.rows(
+        store,
+        """SELECT coalesce(d.owner, '(no owner)') AS owner, count(*) AS n FROM claim_changes(?, NULL) c
                               JOIN documents_history d ON d.doc_id = c.doc_id AND d.run_id = ? GROUP BY 1""",
-                    [runs["first"], runs["first"]])
+        [runs["first"], runs["first"]],
+    )
     assert len(owners) > 5
     for row in owners:  # every owner with new findings has a section with their count
         assert any(s.startswith(f"*{row['owner']}*: {row['n']} new finding(s)") for s in sections), row
@@ -198,11 +201,15 @@ def test_outcomes_are_recorded_and_the_url_is_never_stored(runs, hook):
     assert store.run_ids() == [runs["first"], runs["second"]]  # the run with its webhook down is committed
     rows = q.rows(store, "SELECT * FROM notifications ORDER BY sent_at")
     assert [(r["run_id"], r["status"], r["format"], r["attempts"], r["http_status"]) for r in rows] == [
-        (runs["first"], "sent", "slack", 2, 200), (runs["second"], "failed", "json", 2, None)]
+        (runs["first"], "sent", "slack", 2, 200),
+        (runs["second"], "failed", "json", 2, None),
+    ]
     assert rows[0]["target"] == f"http://127.0.0.1:{hook.server.server_port}"
     assert rows[1]["error"].startswith("ConnectError") and rows[0]["findings"] > 0 and rows[1]["findings"] == 1
-    assert any("notification to http://127.0.0.1:" in line and "failed after 2 attempt(s)" in line and "the run is committed" in line
-               for line in runs["logs"])
+    assert any(
+        "notification to http://127.0.0.1:" in line and "failed after 2 attempt(s)" in line and "the run is committed" in line
+        for line in runs["logs"]
+    )
     secret = SECRET_PATH.rsplit("/", 1)[1].encode()
     leaked = [p for p in runs["out"].rglob("*") if p.is_file() and secret in p.read_bytes()]
     assert leaked == [] and not any(secret.decode() in line for line in runs["logs"])

@@ -47,8 +47,12 @@ REVIEW = {
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=Test", "-c", "user.email=test@example.com", *args],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=Test", "-c", "user.email=test@example.com", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -88,15 +92,21 @@ def _cli(capsys, *argv) -> tuple[int, str, str]:
 def test_codeowners_last_match_wins_and_bad_lines_are_reported(tmp_path):
     (tmp_path / "docs" / "api").mkdir(parents=True)
     path = tmp_path / "CODEOWNERS"
-    path.write_text("*.md @all\n/docs/**/ref.md @api-team\ndocs/api/ @org/api  # team\n"
-                    "docs/api/old.md\n[abc].md @x\ndocs/ @bad owner\n/top.md you@example.com\n", "utf-8")
+    path.write_text(
+        "*.md @all\n/docs/**/ref.md @api-team\ndocs/api/ @org/api  # team\n"
+        "docs/api/old.md\n[abc].md @x\ndocs/ @bad owner\n/top.md you@example.com\n",
+        "utf-8",
+    )
     owners, errors = parse_codeowners(path, tmp_path, "CODEOWNERS")
     assert owners.owners_of(tmp_path, "docs/api/ref.md") == (("@org/api",), 3)  # last match wins
     assert owners.owners_of(tmp_path, "docs/x/ref.md") == (("@api-team",), 2)
     assert owners.owners_of(tmp_path, "docs/api/old.md") == ((), 4)  # no owners: ownership removed
     assert owners.owners_of(tmp_path, "top.md") == (("you@example.com",), 7)
     assert owners.owners_of(tmp_path, "sub/top.md") == (("@all",), 1)  # /top.md is anchored
-    assert [(e.path, e.stage, e.error.split(":")[0]) for e in errors] == [("CODEOWNERS", "owners", "line 5"), ("CODEOWNERS", "owners", "line 6")]
+    assert [(e.path, e.stage, e.error.split(":")[0]) for e in errors] == [
+        ("CODEOWNERS", "owners", "line 5"),
+        ("CODEOWNERS", "owners", "line 6"),
+    ]
     assert "character range" in errors[0].error and "'owner' is not @user" in errors[1].error
 
 
@@ -114,13 +124,20 @@ def test_codeowners_in_the_kb_root_wins_over_the_repository_root(tmp_path):
     assert errors[0].path == "docs/CODEOWNERS"
 
 
-@pytest.mark.parametrize("front, expected, problem", [
-    ("updated: 2026-01-01\nreview_interval: 90", {"review_interval_days": 90, "review_due": dt.date(2026, 4, 1)}, None),
-    ("updated: 2026-01-01\nreview_interval: 2w\nlast_reviewed: 2026-03-01", {"review_interval_days": 14, "review_due": dt.date(2026, 3, 15)}, None),
-    ("review_interval: 90d", {"review_interval_days": 90, "review_due": None}, None),  # no date: due at once
-    ("updated: 2026-01-01\nreview_interval: -5", {"review_interval_days": None, "review_due": None}, "review_interval '-5'"),
-    ("verified_until: next year", {"verified_until": None, "review_due": None}, "verified_until 'next year'"),
-])
+@pytest.mark.parametrize(
+    "front, expected, problem",
+    [
+        ("updated: 2026-01-01\nreview_interval: 90", {"review_interval_days": 90, "review_due": dt.date(2026, 4, 1)}, None),
+        (
+            "updated: 2026-01-01\nreview_interval: 2w\nlast_reviewed: 2026-03-01",
+            {"review_interval_days": 14, "review_due": dt.date(2026, 3, 15)},
+            None,
+        ),
+        ("review_interval: 90d", {"review_interval_days": 90, "review_due": None}, None),  # no date: due at once
+        ("updated: 2026-01-01\nreview_interval: -5", {"review_interval_days": None, "review_due": None}, "review_interval '-5'"),
+        ("verified_until: next year", {"verified_until": None, "review_due": None}, "verified_until 'next year'"),
+    ],
+)
 def test_review_fields(front, expected, problem):
     doc = parse_document(f"---\n{front}\n---\n\nText.\n".encode(), "p.md", "p.md")
     fields, errors = review_fields(doc)
@@ -178,8 +195,10 @@ def test_sarif_of_a_git_backed_kb(kb, capsys):
     doc = json.loads(out)
     assert sarif_errors(doc) == []
     run = doc["runs"][0]
-    assert run["originalUriBaseIds"] == {"SRCROOT": {"uri": kb["repo"].resolve().as_uri() + "/"},
-                                         "KBROOT": {"uri": "kb/", "uriBaseId": "SRCROOT"}}
+    assert run["originalUriBaseIds"] == {
+        "SRCROOT": {"uri": kb["repo"].resolve().as_uri() + "/"},
+        "KBROOT": {"uri": "kb/", "uriBaseId": "SRCROOT"},
+    }
     (vcs,) = run["versionControlProvenance"]
     assert vcs["revisionId"] == kb["head"] and vcs["mappedTo"] == {"uriBaseId": "SRCROOT"}
     pricing = [r for r in run["results"] if r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pricing.md"]

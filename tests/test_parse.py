@@ -141,8 +141,17 @@ def test_html_visible_text_only():
 
 @pytest.mark.parametrize(
     "page",
-    ["<a " * 100_000, "<" * 200_000, "<p " + "x=1 " * 50_000, "<script>" * 50_000, "<div>" * 50_000 + "t",
-     "<!--" + "x" * 200_000, "&amp;&#x41;&bogus;" * 20_000, "<![CDATA[" + "x" * 100_000, "</" * 100_000],
+    [
+        "<a " * 100_000,
+        "<" * 200_000,
+        "<p " + "x=1 " * 50_000,
+        "<script>" * 50_000,
+        "<div>" * 50_000 + "t",
+        "<!--" + "x" * 200_000,
+        "&amp;&#x41;&bogus;" * 20_000,
+        "<![CDATA[" + "x" * 100_000,
+        "</" * 100_000,
+    ],
 )
 def test_hostile_html_is_linear(page):
     # the standard library's HTMLParser takes minutes on "<a " * 300_000; ours must not
@@ -264,10 +273,7 @@ def test_offset_map_behaves_like_a_tuple():
 
 
 def test_link_definitions_footnotes_and_heading_attributes():
-    doc = parse(
-        "# Title {#anchor}\n\nA footnote[^1] and a [ref link][r].\n\n[r]: https://example.com\n"
-        "[^1]: The footnote says 3 things.\n"
-    )
+    doc = parse("# Title {#anchor}\n\nA footnote[^1] and a [ref link][r].\n\n[r]: https://example.com\n[^1]: The footnote says 3 things.\n")
     assert [b.text for b in doc.blocks] == ["Title", "A footnote and a ref link.", "The footnote says 3 things."]
     check_offsets(doc)
 
@@ -373,7 +379,7 @@ def test_containers_keep_their_prose_and_drop_their_markup():
 
 
 def test_a_fenced_block_is_code_even_when_it_holds_container_markers():
-    doc = parse("# T\n\n```markdown\n!!! note \"Shown\"\n    Not prose: an example of markup.\n:::\n```\n\nAfter.\n")
+    doc = parse('# T\n\n```markdown\n!!! note "Shown"\n    Not prose: an example of markup.\n:::\n```\n\nAfter.\n')
     assert [b.text for b in doc.blocks] == ["T", "After."]
 
 
@@ -430,4 +436,4 @@ def test_restructuredtext_reads_through_docutils():
     ]
     last = doc.blocks[-1]
     assert last.section == ("Install", "Configuration")
-    assert doc.text[last.start:last.end] == "A ``pyproject.toml`` file is found by walking up from the common base."
+    assert doc.text[last.start : last.end] == "A ``pyproject.toml`` file is found by walking up from the common base."

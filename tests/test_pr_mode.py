@@ -23,8 +23,12 @@ from tests.conftest import DEMO_TODAY
 
 pytestmark = pytest.mark.slow
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "Tess", "GIT_AUTHOR_EMAIL": "tess@example.com",
-           "GIT_COMMITTER_NAME": "Tess", "GIT_COMMITTER_EMAIL": "tess@example.com"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Tess",
+    "GIT_AUTHOR_EMAIL": "tess@example.com",
+    "GIT_COMMITTER_NAME": "Tess",
+    "GIT_COMMITTER_EMAIL": "tess@example.com",
+}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -54,8 +58,18 @@ def run_json(capsys, *args: str) -> tuple[int, dict | None, str]:
 
 
 def audit_args(repo: Path, out: Path, *extra: str, as_json: bool = True) -> list[str]:
-    return ["run", str(repo / "docs"), "--sources", str(repo / "sources"), "--out", str(out), "--today", DEMO_TODAY,
-            *(["--json"] if as_json else []), *extra]
+    return [
+        "run",
+        str(repo / "docs"),
+        "--sources",
+        str(repo / "sources"),
+        "--out",
+        str(out),
+        "--today",
+        DEMO_TODAY,
+        *(["--json"] if as_json else []),
+        *extra,
+    ]
 
 
 def sql(out: Path, query: str, params=None) -> list[tuple]:
@@ -112,11 +126,18 @@ def test_changed_since_audits_changed_renamed_and_new_files_and_reports_deleted(
     assert sql(out, "SELECT count(*) FROM full_runs")[0][0] == 1
     assert sql(out, "SELECT count(*) FROM label_trend")[0][0] == 1
     # The changed sentence was verified again.
-    changed = sql(out, "SELECT v.label, v.reused FROM verdicts v JOIN claims_history c USING (run_id, claim_id) "
-                       "WHERE v.run_id = ? AND c.source_text LIKE '%99.99%%'", [run_id])
+    changed = sql(
+        out,
+        "SELECT v.label, v.reused FROM verdicts v JOIN claims_history c USING (run_id, claim_id) "
+        "WHERE v.run_id = ? AND c.source_text LIKE '%99.99%%'",
+        [run_id],
+    )
     assert changed and all(not reused for _, reused in changed)
-    new_page = sql(out, "SELECT v.label FROM verdicts v JOIN claims_history c USING (run_id, claim_id) "
-                        "WHERE v.run_id = ? AND c.doc_id = 'status-page.md'", [run_id])
+    new_page = sql(
+        out,
+        "SELECT v.label FROM verdicts v JOIN claims_history c USING (run_id, claim_id) WHERE v.run_id = ? AND c.doc_id = 'status-page.md'",
+        [run_id],
+    )
     assert [label for (label,) in new_page] == ["supported"]
 
 
@@ -134,8 +155,12 @@ def test_changed_sources_bring_in_the_documents_whose_evidence_changed(work, cap
     assert len(row["documents_audited"]) < 15
     assert row["documents_deleted"] == []
     assert any("sources changed since full run" in note for note in json.loads(row["notes"]))
-    labels = sql(out, "SELECT v.label FROM verdicts v JOIN claims_history c USING (run_id, claim_id) "
-                      "WHERE v.run_id = ? AND c.source_text LIKE '%Enterprise plan guarantees 99.95%%'", [row["run_id"]])
+    labels = sql(
+        out,
+        "SELECT v.label FROM verdicts v JOIN claims_history c USING (run_id, claim_id) "
+        "WHERE v.run_id = ? AND c.source_text LIKE '%Enterprise plan guarantees 99.95%%'",
+        [row["run_id"]],
+    )
     assert labels and labels[0][0] in ("contradicted", "stale")
 
 
@@ -196,8 +221,12 @@ def test_a_store_written_before_run_scopes_takes_a_pr_run(work, capsys):
     repo, out = work
     for path in (out / "runs").rglob("*.parquet"):
         table = pq.read_table(path)
-        pq.write_table(table.drop_columns([c for c in ("scope", "changed_since", "documents_audited", "documents_deleted", "corpus")
-                                           if c in table.column_names]), path)
+        pq.write_table(
+            table.drop_columns(
+                [c for c in ("scope", "changed_since", "documents_audited", "documents_deleted", "corpus") if c in table.column_names]
+            ),
+            path,
+        )
     con = duckdb.connect(str(out / "kbaudit.duckdb"))
     con.execute("DROP VIEW IF EXISTS full_runs")
     con.close()

@@ -14,9 +14,18 @@ from kb.records import Evidence
 
 def _evidence(rank: int, score: float) -> Evidence:
     return Evidence(
-        claim_id="c1", rank=rank, passage_id=f"p{rank}", source_id="pricing", source_version="v1",
-        source_date=date(2024, 6, 1), authority=1.0, passage="The Pro plan costs $25 per month.",
-        sentence="The Pro plan costs $25 per month.", score_bm25=3.25, score_dense=0.71234567, score_fused=score,
+        claim_id="c1",
+        rank=rank,
+        passage_id=f"p{rank}",
+        source_id="pricing",
+        source_version="v1",
+        source_date=date(2024, 6, 1),
+        authority=1.0,
+        passage="The Pro plan costs $25 per month.",
+        sentence="The Pro plan costs $25 per month.",
+        score_bm25=3.25,
+        score_dense=0.71234567,
+        score_fused=score,
     )
 
 

@@ -31,8 +31,7 @@ def small_docs(tmp_path_factory) -> Path:
 
 
 def _settings(docs: Path, out: str, mirror: Path) -> Settings:
-    return Settings(docs=docs, sources=[DEMO_ROOT / "sources"], out=out, mirror=mirror, depth="D0",
-                    today=date.fromisoformat(DEMO_TODAY))
+    return Settings(docs=docs, sources=[DEMO_ROOT / "sources"], out=out, mirror=mirror, depth="D0", today=date.fromisoformat(DEMO_TODAY))
 
 
 def _memory_url() -> str:
@@ -45,7 +44,7 @@ def _clone(url: str) -> str:
     fs, root = fsspec.core.url_to_fs(url)
     _, new_root = fsspec.core.url_to_fs(new)
     for path in fs.find(root):
-        fs.pipe_file(new_root + path[len(root):], fs.cat_file(path))
+        fs.pipe_file(new_root + path[len(root) :], fs.cat_file(path))
     return new
 
 
@@ -90,7 +89,7 @@ def test_memory_url_second_run_on_a_fresh_mirror_pulls_and_is_incremental(seeded
     assert rows == distinct == second["checkworthy"] > 0
     assert _views(tmp_path / "mirror-2", "SELECT count(*) FROM runs")[0][0] == 2
     fs, root = fsspec.core.url_to_fs(url)
-    names = {p[len(root) + 1:] for p in fs.find(root)}
+    names = {p[len(root) + 1 :] for p in fs.find(root)}
     assert any(n.startswith("cache/stages/") for n in names)
     assert not any(n.startswith((".staging", "kbaudit.duckdb")) or n == ".lock" for n in names)  # lease released
 
@@ -114,9 +113,7 @@ def test_review_decision_through_a_url_is_pushed(seeded, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_runs_row_uploaded_last_so_a_failed_push_publishes_nothing_until_the_next_run(
-    seeded, small_docs, tmp_path, monkeypatch
-):
+def test_runs_row_uploaded_last_so_a_failed_push_publishes_nothing_until_the_next_run(seeded, small_docs, tmp_path, monkeypatch):
     from fsspec.implementations.memory import MemoryFileSystem
 
     from flows.audit import audit
@@ -167,8 +164,12 @@ def s3_endpoint(monkeypatch):
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}.items():
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": endpoint,
+    }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     yield endpoint

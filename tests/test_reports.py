@@ -37,32 +37,70 @@ def _write_run(store: Store, labels: dict[int, str], owners: dict[str, str | Non
         run_id,
         "documents",
         [
-            {"doc_id": d, "version_id": "v1", "title": f"{SCRIPT} {d}", "owner": o, "risk": "high" if d == "a.md" else None,
-             "status": "PARTIAL", "score": 0.5, "score_components": "{}"}
+            {
+                "doc_id": d,
+                "version_id": "v1",
+                "title": f"{SCRIPT} {d}",
+                "owner": o,
+                "risk": "high" if d == "a.md" else None,
+                "status": "PARTIAL",
+                "score": 0.5,
+                "score_components": "{}",
+            }
             for d, o in owners.items()
         ],
     )
     claims = [
-        Claim(claim_id=f"c{i}", doc_id="a.md" if i < 3 else "b.md", version_id="v1", start=10 * i, end=10 * i + 9,
-              source_text=f"claim {i} {SCRIPT}", text=f"claim {i}")
+        Claim(
+            claim_id=f"c{i}",
+            doc_id="a.md" if i < 3 else "b.md",
+            version_id="v1",
+            start=10 * i,
+            end=10 * i + 9,
+            source_text=f"claim {i} {SCRIPT}",
+            text=f"claim {i}",
+        )
         for i in labels
     ]
     store.write_table(run_id, "claims", claims)
     store.write_table(
-        run_id, "verdicts", [Verdict(claim_id=f"c{i}", label=label, confidence=0.9, tier="rules", rationale="r") for i, label in labels.items()]
+        run_id,
+        "verdicts",
+        [Verdict(claim_id=f"c{i}", label=label, confidence=0.9, tier="rules", rationale="r") for i, label in labels.items()],
     )
     store.write_table(
         run_id,
         "edits",
         [
-            Edit(edit_id=f"e{i}-{run_id}", claim_id=f"c{i}", doc_id=c.doc_id, base_version="v1", start=c.start, end=c.end,
-                 old_text="costs 10 <b>", new_text="costs 12 <b>", risk="high", status="queued", reason="contradicted")
+            Edit(
+                edit_id=f"e{i}-{run_id}",
+                claim_id=f"c{i}",
+                doc_id=c.doc_id,
+                base_version="v1",
+                start=c.start,
+                end=c.end,
+                old_text="costs 10 <b>",
+                new_text="costs 12 <b>",
+                risk="high",
+                status="queued",
+                reason="contradicted",
+            )
             for i, c in zip(labels, claims)
             if labels[i] == "contradicted"
         ],
     )
-    row = {"started_at": now, "finished_at": now, "status": "completed", "depth": "D1", "documents": len(owners),
-           "claims": len(labels), "checkworthy": len(labels), "ingest_errors": 0, "edits": 0, "seconds": 1.0}
+    row = {
+        "started_at": now,
+        "finished_at": now,
+        "status": "completed",
+        "depth": "D1",
+        "documents": len(owners),
+        "claims": len(labels),
+        "checkworthy": len(labels),
+        "ingest_errors": 0,
+        "edits": 0,
+        "seconds": 1.0,
+    }
     row.update({label: sum(1 for v in labels.values() if v == label) for label in q.LABELS})
     store.commit_run(run_id, row)
     time.sleep(0.002)  # run ids are ordered by time
@@ -108,9 +146,7 @@ def test_changes_since_previous_names_each_kind_of_change(two_runs):
 def test_claim_changes_of_the_first_run_treats_every_finding_as_new(two_runs):
     store, first, _ = two_runs
     found = q.changes(store, first)
-    assert {(r["change"], r["claim_id"]) for r in found} == {
-        ("new_contradiction", "c1"), ("newly_stale", "c2"), ("newly_stale", "c5")
-    }
+    assert {(r["change"], r["claim_id"]) for r in found} == {("new_contradiction", "c1"), ("newly_stale", "c2"), ("newly_stale", "c5")}
 
 
 def test_documents_and_review_queue_views(two_runs):
@@ -123,8 +159,12 @@ def test_documents_and_review_queue_views(two_runs):
     by_owner = q.rows(store, "SELECT owner, edits, documents, high_risk FROM review_queue_by_owner")
     queue = q.rows(store, "SELECT owner, doc_id, risk FROM review_queue")
     assert by_owner == [
-        {"owner": owner, "edits": len(mine), "documents": len({r["doc_id"] for r in mine}),
-         "high_risk": sum(r["risk"] == "high" for r in mine)}
+        {
+            "owner": owner,
+            "edits": len(mine),
+            "documents": len({r["doc_id"] for r in mine}),
+            "high_risk": sum(r["risk"] == "high" for r in mine),
+        }
         for owner in sorted({r["owner"] or "(no owner)" for r in queue})
         for mine in [[r for r in queue if (r["owner"] or "(no owner)") == owner]]
     ]
@@ -178,7 +218,7 @@ def shared_demo_store(tmp_path_factory) -> dict:
     (docs / "injected.md").write_text(
         "---\n"
         f'title: "{SCRIPT} Injected"\n'
-        "owner: \"<img src=x onerror=\\\"document.title='pwned'\\\">\"\n"
+        'owner: "<img src=x onerror=\\"document.title=\'pwned\'\\">"\n'
         "---\n\n# Injected\n\n"
         f"The Pro plan allows 600 requests per minute per API key {SCRIPT}.\n",
         "utf-8",
@@ -202,11 +242,22 @@ def demo(prefect_harness, tmp_path_factory):
 
 
 def _dump_dom(html_file: Path, tmp_path: Path, screenshot: Path | None = None) -> str:
-    flags = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             f"--user-data-dir={tmp_path / 'chromium-profile'}", "--virtual-time-budget=3000"]
+    flags = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        "--virtual-time-budget=3000",
+    ]
     if screenshot:
-        subprocess.run(flags + [f"--screenshot={screenshot}", "--window-size=1280,2400", html_file.as_uri()],
-                       capture_output=True, timeout=90, check=True)
+        subprocess.run(
+            flags + [f"--screenshot={screenshot}", "--window-size=1280,2400", html_file.as_uri()],
+            capture_output=True,
+            timeout=90,
+            check=True,
+        )
     result = subprocess.run(flags + ["--dump-dom", html_file.as_uri()], capture_output=True, text=True, timeout=90, check=True)
     return result.stdout
 

@@ -15,11 +15,31 @@ from kb.records import Claim
 TODAY = date(2025, 1, 15)
 
 DOCS = {
-    "pricing-2023.md": ("pricing", "2023-01-10", "Pricing", "The Pro plan costs $20 per month. It includes 10 seats. Support is by email only."),
-    "pricing-2024.md": ("pricing", "2024-06-01", "Pricing", "The Pro plan costs $25 per month. It includes 10 seats. Support is by email and chat."),
-    "sso.md": ("sso", "2024-02-01", "Single sign-on", "Enterprise customers can log in with SAML single sign-on. Okta and Azure AD are supported identity providers."),
+    "pricing-2023.md": (
+        "pricing",
+        "2023-01-10",
+        "Pricing",
+        "The Pro plan costs $20 per month. It includes 10 seats. Support is by email only.",
+    ),
+    "pricing-2024.md": (
+        "pricing",
+        "2024-06-01",
+        "Pricing",
+        "The Pro plan costs $25 per month. It includes 10 seats. Support is by email and chat.",
+    ),
+    "sso.md": (
+        "sso",
+        "2024-02-01",
+        "Single sign-on",
+        "Enterprise customers can log in with SAML single sign-on. Okta and Azure AD are supported identity providers.",
+    ),
     "backup.md": ("backups", "2024-03-01", "Backups", "Databases are backed up every night at 02:00 UTC. Backups are kept for 30 days."),
-    "limits.md": ("limits", "2024-04-01", "API limits", "The public API accepts 100 requests per minute per token. Bursts above the limit get HTTP 429."),
+    "limits.md": (
+        "limits",
+        "2024-04-01",
+        "API limits",
+        "The public API accepts 100 requests per minute per token. Bursts above the limit get HTTP 429.",
+    ),
     "geo.md": ("geo", "2024-01-01", "Geography", "Paris is the capital of France. About 2.1 million people live in the city proper."),
 }
 
@@ -165,9 +185,7 @@ def test_rewritten_sentence_comes_with_its_counterpart_in_the_newest_version(ver
     old = [e for e in ev if e.source_date == date(2021, 8, 17) and e.sentence == TRACING_OLD[1]]
     assert old, [e.sentence for e in ev]
     rewritten = [e for e in ev if e.counterpart_of]
-    assert [(e.source_date, e.sentence, e.counterpart_of) for e in rewritten] == [
-        (date(2024, 7, 15), TRACING_NEW[1], old[0].passage_id)
-    ]
+    assert [(e.source_date, e.sentence, e.counterpart_of) for e in rewritten] == [(date(2024, 7, 15), TRACING_NEW[1], old[0].passage_id)]
     assert rewritten[0].passage_id != old[0].passage_id
 
 

@@ -36,14 +36,16 @@ ROOT = Path(__file__).resolve().parent.parent
 def _run(store: Store, docs_root: Path):
     """One audit run of docs_root into the store; returns (run_id, edits)."""
     docs, claims, evidence, verdicts = demo_audit(docs_root)
-    edits = draft_edits(
-        docs, claims, verdicts, evidence, verifier=EchoVerifier(), today=TODAY, suppressed=review.rejected_proposals(store)
-    )
+    edits = draft_edits(docs, claims, verdicts, evidence, verifier=EchoVerifier(), today=TODAY, suppressed=review.rejected_proposals(store))
     run_id = new_run_id()
-    store.write_table(run_id, "documents", [
-        {"doc_id": d.doc_id, "version_id": d.version_id, "title": d.title, "owner": d.owner, "risk": d.risk, "bytes": d.bytes}
-        for d in docs
-    ])
+    store.write_table(
+        run_id,
+        "documents",
+        [
+            {"doc_id": d.doc_id, "version_id": d.version_id, "title": d.title, "owner": d.owner, "risk": d.risk, "bytes": d.bytes}
+            for d in docs
+        ],
+    )
     store.write_table(run_id, "claims", claims)
     store.write_table(run_id, "verdicts", verdicts)
     store.write_table(run_id, "edits", edits)
@@ -52,7 +54,14 @@ def _run(store: Store, docs_root: Path):
     store.lock()
     try:
         now = dt.datetime.now(dt.UTC)
-        row = {"started_at": now, "finished_at": now, "status": "completed", "depth": "D1", "docs_root": str(docs_root), "edits": len(edits)}
+        row = {
+            "started_at": now,
+            "finished_at": now,
+            "status": "completed",
+            "depth": "D1",
+            "docs_root": str(docs_root),
+            "edits": len(edits),
+        }
         store.commit_run(run_id, row)
     finally:
         store.unlock()
@@ -127,7 +136,9 @@ def test_review_cycle_run_decide_apply_run_again(kb_store, tmp_path, capsys):
     # the undecided ones are still queued.
     run2, edits2 = _run(store, docs)
     fixed = {e.new_text for e in accepted}
-    supported = _sql(out, "SELECT c.source_text FROM verdicts v JOIN claims c USING (claim_id) WHERE v.run_id = ? AND v.label = 'supported'", [run2])
+    supported = _sql(
+        out, "SELECT c.source_text FROM verdicts v JOIN claims c USING (claim_id) WHERE v.run_id = ? AND v.label = 'supported'", [run2]
+    )
     assert fixed <= {r[0] for r in supported} | {e.new_text for e in accepted if "`" in e.new_text}
     again = [e for e in edits2 if e.claim_id == reject.claim_id]
     assert [e.status for e in again] == ["suppressed"] and "bob" in again[0].reason
@@ -138,7 +149,9 @@ def test_review_cycle_run_decide_apply_run_again(kb_store, tmp_path, capsys):
     # Every step is in DuckDB.
     steps = [r[0] for r in _sql(out, "SELECT state FROM edit_history WHERE edit_id = ? ORDER BY happened_at", [approve[0].edit_id])]
     assert steps == ["queued", "approved", "applying", "applied"]
-    assert _sql(out, "SELECT reviewer, origin FROM review_decisions WHERE edit_id = ?", [imported.edit_id]) == [("cy", "import:decisions.csv")]
+    assert _sql(out, "SELECT reviewer, origin FROM review_decisions WHERE edit_id = ?", [imported.edit_id]) == [
+        ("cy", "import:decisions.csv")
+    ]
     origins = {r[0] for r in _sql(out, "SELECT origin FROM version_history")}
     assert origins == {"run", "applied"}
 
@@ -153,7 +166,9 @@ def test_conflict_when_the_document_changed_after_the_draft(kb_store):
     outcomes = review.apply_edits(store, actor="ann")
     assert path.read_bytes() == human, "a conflicted document must not be overwritten"
     conflicted = [o for o in outcomes if o.status == "conflicted"]
-    assert {e for o in conflicted for e in o.edit_ids} == {e.edit_id for e in edits if e.doc_id == edit.doc_id and e.status in ("auto", "queued") and (e.status == "auto" or e is edit)}
+    assert {e for o in conflicted for e in o.edit_ids} == {
+        e.edit_id for e in edits if e.doc_id == edit.doc_id and e.status in ("auto", "queued") and (e.status == "auto" or e is edit)
+    }
     assert "document changed" in conflicted[0].reason
     state = _sql(out, "SELECT state, state_note FROM edit_state WHERE edit_id = ?", [edit.edit_id])[0]
     assert state[0] == "conflicted" and "drafted against" in state[1]
@@ -175,8 +190,9 @@ def test_apply_refuses_the_bundled_demo_and_bad_decision_files(kb_store, tmp_pat
         review.import_decisions(store, bad)
     sheet = tmp_path / "d.parquet"
     queued = [e for e in edits if e.status == "queued"]
-    pd.DataFrame([{"edit_id": queued[0].edit_id, "decision": "approve", "note": ""},
-                  {"edit_id": queued[1].edit_id, "decision": "maybe", "note": ""}]).to_parquet(sheet)
+    pd.DataFrame(
+        [{"edit_id": queued[0].edit_id, "decision": "approve", "note": ""}, {"edit_id": queued[1].edit_id, "decision": "maybe", "note": ""}]
+    ).to_parquet(sheet)
     with pytest.raises(ConfigError, match="maybe"):
         review.import_decisions(store, sheet)
     assert _sql(out, "SELECT count(*) FROM review_decisions")[0][0] == 0, "a bad file imports nothing"
@@ -212,9 +228,7 @@ def test_a_killed_apply_leaves_every_file_old_or_new_and_the_next_apply_finishes
     new_hash = {o.doc_id: o.version_after for o in plan if o.status == "would_apply"}
     assert len(new_hash) >= 4
     before = _files(docs)
-    proc = subprocess.run(
-        [sys.executable, "-c", CRASHING_APPLY, str(out), "3"], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
+    proc = subprocess.run([sys.executable, "-c", CRASHING_APPLY, str(out), "3"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     now = _files(docs)
     changed = {d for d in now if now[d] != before[d]}
@@ -275,9 +289,11 @@ def test_demo_cycle_through_the_audit_flow(prefect_harness, demo_copy):
     expected = {(r["doc_id"], r["sentence"]): r["correction"] for r in expected_corrections()}
     proposed = [r for r in rows if r[4] in ("auto", "queued")]
     correct = sum(expected.get((r[1], r[2])) == r[3] for r in proposed)
-    print(f"\ndemo corrections through the real pipeline: {correct} correct of {len(expected)} expected "
-          f"({len(proposed)} proposed, {sum(r[4] == 'needs_rewrite' for r in rows)} need a rewrite, "
-          f"{sum(r[4] == 'dropped' for r in rows)} dropped)")
+    print(
+        f"\ndemo corrections through the real pipeline: {correct} correct of {len(expected)} expected "
+        f"({len(proposed)} proposed, {sum(r[4] == 'needs_rewrite' for r in rows)} need a rewrite, "
+        f"{sum(r[4] == 'dropped' for r in rows)} dropped)"
+    )
     queued = [r for r in proposed if r[4] == "queued"]
     assert len(queued) >= 2 and correct >= 1
     review.decide(store, [queued[0][0]], "approve", reviewer="ann")
@@ -287,7 +303,9 @@ def test_demo_cycle_through_the_audit_flow(prefect_harness, demo_copy):
     assert queued[0][0] in applied
     second = audit(settings)
     texts = {r[3] for r in proposed if r[0] in applied}
-    labels = dict(_sql(out, "SELECT c.source_text, v.label FROM verdicts v JOIN claims c USING (claim_id) WHERE v.run_id = ?", [second["run_id"]]))
+    labels = dict(
+        _sql(out, "SELECT c.source_text, v.label FROM verdicts v JOIN claims c USING (claim_id) WHERE v.run_id = ?", [second["run_id"]])
+    )
     assert all(labels.get(t) == "supported" for t in texts if t in labels), {t: labels.get(t) for t in texts}
     rejected_claim = _sql(out, "SELECT claim_id FROM edits WHERE edit_id = ?", [queued[1][0]])[0][0]
     again = _sql(out, "SELECT status FROM edits WHERE run_id = ? AND claim_id = ?", [second["run_id"], rejected_claim])

@@ -63,7 +63,10 @@ def _serve(out: Path, *extra: str, env: dict | None = None) -> tuple[subprocess.
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
             [sys.executable, "-m", "flows.cli", "review", "serve", "--out", str(out), "--port", str(port), *extra],
-            cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+            cwd=ROOT,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
         )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
@@ -130,9 +133,18 @@ def browser():
     profile = tempfile.mkdtemp(prefix="kbaudit-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-                "--window-size=1400,1000", f"--user-data-dir={profile}"):
+    for arg in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        f"--user-data-dir={profile}",
+    ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
@@ -207,8 +219,10 @@ def test_queue_filters_sort_and_the_edit_page(demo, server, browser):
     assert facet_count == high == len(_rows(browser))
     assert {r.find_element(By.CSS_SELECTOR, ".risk").text for r in _rows(browser)} == {"high"}
     # Counts per filter follow the other filters: the owner facet now counts high-risk edits only.
-    owner_counts = {a.get_attribute("data-value"): int(a.find_element(By.XPATH, "following-sibling::span").text)
-                    for a in browser.find_elements(By.CSS_SELECTOR, "#facet-owner a[data-value]")}
+    owner_counts = {
+        a.get_attribute("data-value"): int(a.find_element(By.XPATH, "following-sibling::span").text)
+        for a in browser.find_elements(By.CSS_SELECTOR, "#facet-owner a[data-value]")
+    }
     expected = {}
     for _e, risk, _d, owner in queued:
         if risk == "high":
@@ -234,7 +248,8 @@ def test_queue_filters_sort_and_the_edit_page(demo, server, browser):
     # The edit page: claim in its paragraph, the diff, evidence with source, version, date and
     # receipt status, the gap and the rationale.
     edit_id, old, new, doc_id, sentence = _sql(
-        out, "SELECT edit_id, old_text, new_text, doc_id, evidence_sentence FROM edit_state WHERE edit_id = ?", [first])[0]
+        out, "SELECT edit_id, old_text, new_text, doc_id, evidence_sentence FROM edit_state WHERE edit_id = ?", [first]
+    )[0]
     assert browser.find_element(By.ID, "edit-id").text == edit_id
     paragraph = browser.find_element(By.ID, "paragraph")
     assert paragraph.find_element(By.TAG_NAME, "mark").text == old
@@ -244,16 +259,24 @@ def test_queue_filters_sort_and_the_edit_page(demo, server, browser):
         assert diff.find_elements(By.TAG_NAME, "del") and diff.find_elements(By.TAG_NAME, "ins")
         assert "".join(i.text for i in diff.find_elements(By.TAG_NAME, "ins")) in new
     evidence = browser.find_elements(By.CSS_SELECTOR, "article.ev")
-    stored = _sql(out, "SELECT source_id, source_version, source_date FROM evidence e JOIN edit_state s "
-                       "ON e.claim_id = s.claim_id AND e.run_id = s.run_id WHERE s.edit_id = ? ORDER BY rank", [edit_id])
+    stored = _sql(
+        out,
+        "SELECT source_id, source_version, source_date FROM evidence e JOIN edit_state s "
+        "ON e.claim_id = s.claim_id AND e.run_id = s.run_id WHERE s.edit_id = ? ORDER BY rank",
+        [edit_id],
+    )
     assert len(evidence) == len(stored) > 0
     meta = evidence[0].find_element(By.CSS_SELECTOR, ".meta").text
     assert stored[0][0] in meta and stored[0][1] in meta and str(stored[0][2]) in meta
     assert {e.find_element(By.CSS_SELECTOR, ".receipt").text for e in evidence} == {"receipt verified"}
     marks = [m.text for m in browser.find_elements(By.CSS_SELECTOR, "article.ev mark")]
     assert sentence in marks
-    gap_type, rationale = _sql(out, "SELECT v.gap_type, v.rationale FROM verdicts v JOIN edit_state s "
-                                    "ON v.claim_id = s.claim_id AND v.run_id = s.run_id WHERE s.edit_id = ?", [edit_id])[0]
+    gap_type, rationale = _sql(
+        out,
+        "SELECT v.gap_type, v.rationale FROM verdicts v JOIN edit_state s "
+        "ON v.claim_id = s.claim_id AND v.run_id = s.run_id WHERE s.edit_id = ?",
+        [edit_id],
+    )[0]
     assert browser.find_element(By.ID, "rationale").text == rationale
     assert (gap_type or "none recorded") in browser.find_element(By.ID, "gap").text
 
@@ -324,7 +347,9 @@ def test_approve_reject_edit_then_approve_and_apply(demo, server, browser):
     assert statuses == {"applied"}
 
     # The store: the same append-only decision rows the CLI writes, and the apply steps.
-    decisions = {r[0]: r[1:] for r in _sql(out, "SELECT edit_id, decision, reviewer, note, origin, new_text, check_label FROM review_decisions")}
+    decisions = {
+        r[0]: r[1:] for r in _sql(out, "SELECT edit_id, decision, reviewer, note, origin, new_text, check_label FROM review_decisions")
+    }
     assert decisions[approve[0]] == ("approve", "ann", "", "web", None, None)
     assert decisions[reject[0]] == ("reject", "ann", "the wiki is right: <b>checked</b> with the team", "web", None, None)
     assert decisions[backup[0]] == ("approve", "ann", "", "web", mine, "supported")
@@ -378,9 +403,15 @@ def test_a_locked_store_is_shown_and_refuses_decisions(demo, server, browser):
     client = httpx.Client(base_url=server)
     page = client.get(f"/edit/{edit_id}").text
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from kb.store import Store; s = Store(sys.argv[1]); s.lock(); "
-         "print('locked', flush=True); time.sleep(600)", str(out)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from kb.store import Store; s = Store(sys.argv[1]); s.lock(); print('locked', flush=True); time.sleep(600)",
+            str(out),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "locked"
@@ -459,7 +490,11 @@ def test_a_server_off_loopback_needs_a_token(demo):
     env = {k: v for k, v in os.environ.items() if k != "KBAUDIT_REVIEW_TOKEN"}
     proc = subprocess.run(
         [sys.executable, "-m", "flows.cli", "review", "serve", "--out", str(out), "--host", "0.0.0.0", "--port", str(_free_port())],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]

@@ -57,8 +57,7 @@ def test_negation_flip_refutes():
     [
         ("Traefik supports 1.14+ Kubernetes clusters.", "Traefik supports 1.14+ Kubernetes clusters."),
         ("Black can be installed by running `pip install black`.", "Black can be installed by running pip install black."),
-        ("Westlife sold more than 23.5 million records in the UK.",
-         "Westlife sold more than 24 million records in the UK."),
+        ("Westlife sold more than 23.5 million records in the UK.", "Westlife sold more than 24 million records in the UK."),
         ("The film was released in 1997.", "Soul Food is a 1997 American film released by Fox 2000 Pictures."),
         ("Logs are kept for 30 days.", "By default, logs are kept for 30 days before rotation."),
     ],
@@ -73,8 +72,7 @@ def test_supports(claim, evidence):
     [
         ("Apples are red.", "The stock market fell sharply on Monday."),  # not about the same thing
         # "under 23.5 million" vs "more than 23 million": the intervals overlap, undecidable
-        ("Westlife made under 23.5 million sales in the UK.",
-         "Westlife has a total of more than 23 million combined sales in the UK."),
+        ("Westlife made under 23.5 million sales in the UK.", "Westlife has a total of more than 23 million combined sales in the UK."),
     ],
 )
 def test_undecided_returns_none(claim, evidence):
@@ -147,7 +145,10 @@ def test_numbers_only_hint_reads_the_numbers_when_the_rest_is_unchecked():
 def test_a_number_in_words_or_a_rank_agrees_with_itself():
     # a word number is an exact point: "three" is [3, 3], so "three" against "three" (or "10"
     # against "ten") agrees; it had been the empty [3, 3) and refuted itself
-    assert judge_rules("The show has three seasons.", "The show, which premiered in 2015, has three seasons on Netflix.").relation == "supports"
+    assert (
+        judge_rules("The show has three seasons.", "The show, which premiered in 2015, has three seasons on Netflix.").relation
+        == "supports"
+    )
     from kb.verify.slots import stated_point
 
     ten = stated_point(extract("It has 10 seasons.").quantities[0])  # a source's "10" means 10
@@ -272,8 +273,11 @@ def test_averaged_over_a_count_of_critics_is_that_count_not_a_lower_bound():
     "claim, evidence, relation",
     [
         # the newer sentence holds the claim's words but extends what "only" restricted
-        ("Snapshots can only be restored to the original region.",
-         "Snapshots can only be restored to the original region or a paired region.", "refutes"),
+        (
+            "Snapshots can only be restored to the original region.",
+            "Snapshots can only be restored to the original region or a paired region.",
+            "refutes",
+        ),
         ("The exporter accepts only JSON files.", "The exporter accepts only JSON and YAML files.", "refutes"),
         # an alternative and an added condition change the fact
         ("Signing in needs a hardware key.", "Signing in needs a hardware key or a passkey.", "refutes"),
@@ -327,5 +331,7 @@ def test_bound_words_pair_with_each_other(claim, evidence, relation):
 def test_synonymous_predicates_and_list_membership_support():
     j = judge_rules("Allowed archive formats: tar", "Supported archive formats are zip, tar and 7z.")
     assert j is not None and j.relation == "supports", j
-    assert judge_rules("Permitted archive formats: rar", "Supported archive formats are zip, tar and 7z.") is None or \
-        judge_rules("Permitted archive formats: rar", "Supported archive formats are zip, tar and 7z.").relation != "supports"
+    assert (
+        judge_rules("Permitted archive formats: rar", "Supported archive formats are zip, tar and 7z.") is None
+        or judge_rules("Permitted archive formats: rar", "Supported archive formats are zip, tar and 7z.").relation != "supports"
+    )

@@ -29,14 +29,24 @@ def _verdicts(out: Path) -> dict[str, str]:
 
 def test_two_shards_on_two_workers_match_an_unsharded_run(demo_copy: Path, tmp_path: Path):
     server = LocalServer(log_path=tmp_path / "server.log").start()
-    env = {**os.environ, "PREFECT_API_URL": server.url, "PREFECT_HOME": str(tmp_path / "prefect-home"),
-           "KBAUDIT_TODAY": DEMO_TODAY, "PREFECT_WORKER_QUERY_SECONDS": "2",
-           # INFO, whatever an earlier test left in os.environ: the workers' logs prove who ran what.
-           "PREFECT_LOGGING_LEVEL": "INFO"}
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": server.url,
+        "PREFECT_HOME": str(tmp_path / "prefect-home"),
+        "KBAUDIT_TODAY": DEMO_TODAY,
+        "PREFECT_WORKER_QUERY_SECONDS": "2",
+        # INFO, whatever an earlier test left in os.environ: the workers' logs prove who ran what.
+        "PREFECT_LOGGING_LEVEL": "INFO",
+    }
     workers: list[subprocess.Popen] = []
     try:
-        subprocess.run([str(BIN / "prefect"), "work-pool", "create", "kbaudit-pool", "--type", "process"],
-                       env=env, check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [str(BIN / "prefect"), "work-pool", "create", "kbaudit-pool", "--type", "process"],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         deploy = (
             "from prefect import Flow; "
             f"Flow.from_source(source={str(REPO)!r}, entrypoint='flows/audit.py:audit_shard')"
@@ -46,10 +56,16 @@ def test_two_shards_on_two_workers_match_an_unsharded_run(demo_copy: Path, tmp_p
         subprocess.run([sys.executable, "-c", deploy], env=env, check=True, capture_output=True, timeout=120)
         for i in range(2):
             log = (tmp_path / f"worker-{i}.log").open("wb")
-            workers.append(subprocess.Popen(
-                [str(BIN / "prefect"), "worker", "start", "--pool", "kbaudit-pool", "--limit", "1", "--name", f"worker-{i}"],
-                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO,
-            ))
+            workers.append(
+                subprocess.Popen(
+                    [str(BIN / "prefect"), "worker", "start", "--pool", "kbaudit-pool", "--limit", "1", "--name", f"worker-{i}"],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    cwd=REPO,
+                )
+            )
 
         # Both workers must be polling before the shards are scheduled, or on a loaded machine
         # the first one up takes both shards in turn.
@@ -59,13 +75,26 @@ def test_two_shards_on_two_workers_match_an_unsharded_run(demo_copy: Path, tmp_p
             time.sleep(1)
         common = [str(demo_copy / "docs"), "--sources", str(demo_copy / "sources"), "--json"]
         sharded = subprocess.run(
-            [str(BIN / "kbaudit"), "run", *common, "--out", str(tmp_path / "sharded"), "--shards", "2",
-             "--deployment", "audit-shard/kbaudit-shard"],
-            env=env, capture_output=True, text=True, timeout=900,
+            [
+                str(BIN / "kbaudit"),
+                "run",
+                *common,
+                "--out",
+                str(tmp_path / "sharded"),
+                "--shards",
+                "2",
+                "--deployment",
+                "audit-shard/kbaudit-shard",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
         )
         assert sharded.returncode == 0, sharded.stderr[-3000:]
-        single = subprocess.run([str(BIN / "kbaudit"), "run", *common, "--out", str(tmp_path / "single")],
-                                env=env, capture_output=True, text=True, timeout=900)
+        single = subprocess.run(
+            [str(BIN / "kbaudit"), "run", *common, "--out", str(tmp_path / "single")], env=env, capture_output=True, text=True, timeout=900
+        )
         assert single.returncode == 0, single.stderr[-3000:]
     finally:
         for worker in workers:

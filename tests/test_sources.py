@@ -19,7 +19,11 @@ def _md(path, front: str, body: str) -> None:
 
 
 def test_folder_front_matter_dates_and_versions(tmp_path):
-    _md(tmp_path / "a" / "pricing-2023.md", "id: pricing\ntitle: Pricing\npublished_at: 2023-01-10\nauthority: 0.8", "The Pro plan costs $20 per month.")
+    _md(
+        tmp_path / "a" / "pricing-2023.md",
+        "id: pricing\ntitle: Pricing\npublished_at: 2023-01-10\nauthority: 0.8",
+        "The Pro plan costs $20 per month.",
+    )
     _md(tmp_path / "a" / "pricing-2024.md", "id: pricing\ntitle: Pricing\nupdated: 2024-06-01", "The Pro plan costs $25 per month.")
     (tmp_path / "notes.txt").write_text("Support answers within one business day.", encoding="utf-8")
     (tmp_path / "page.html").write_text("<html><body><h1>Status</h1><p>All systems operational.</p></body></html>", encoding="utf-8")

@@ -86,8 +86,14 @@ def test_openapi_facts_name_the_spec_path():
     facts = [b.text for b in doc.blocks if b.kind == "list_item"]
     assert ("page_size parameter of GET /v2/invoices (Invoices per page): in query, type integer, default 20, minimum 1, "
             "maximum 100, optional (paths./v2/invoices.get.parameters.page_size).") in facts  # fmt: skip
-    assert "status parameter of GET /v2/invoices: in query, type string, one of draft, open, paid, optional (paths./v2/invoices.get.parameters.status)." in facts
-    assert "amount field in the body of POST /v2/invoices: type integer, minimum 1, required (paths./v2/invoices.post.requestBody.properties.amount)." in facts
+    assert (
+        "status parameter of GET /v2/invoices: in query, type string, one of draft, open, paid, optional (paths./v2/invoices.get.parameters.status)."
+        in facts
+    )
+    assert (
+        "amount field in the body of POST /v2/invoices: type integer, minimum 1, required (paths./v2/invoices.post.requestBody.properties.amount)."
+        in facts
+    )
     assert "DELETE /v2/invoices/{id} operation: Delete an invoice (paths./v2/invoices/{id}.delete)." in facts
 
 
@@ -101,7 +107,9 @@ def test_json_schema_config_files_and_bad_specs(tmp_path):
     (tmp_path / "app.ini").write_text("[smtp]\nport = 587\n")
     (tmp_path / ".env").write_text("# local\nLOG_LEVEL=info\n")
     (tmp_path / "broken.yaml").write_text("a: [1, 2\n")
-    (tmp_path / "refs.yaml").write_text("openapi: 3.1.0\npaths:\n  /x:\n    get:\n      parameters:\n        - $ref: '#/components/parameters/Nope'\n")
+    (tmp_path / "refs.yaml").write_text(
+        "openapi: 3.1.0\npaths:\n  /x:\n    get:\n      parameters:\n        - $ref: '#/components/parameters/Nope'\n"
+    )
     sources, errors = load_sources(tmp_path, today=TODAY)
     text = {s.source_id: " | ".join(b.text for b in s.blocks) for s in sources}
     assert {s.source_kind for s in sources} == {"spec"}

@@ -56,7 +56,18 @@ def test_every_table_has_a_view_even_when_empty(tmp_path: Path):
     store = Store(tmp_path / "out")
     _write_run(store, ["supported"])
     con = duckdb.connect(str(tmp_path / "out" / "kbaudit.duckdb"), read_only=True)
-    for view in ("runs", "documents", "claims", "evidence", "verdicts", "edits", "ingest_errors", "receipts", "latest_verdicts", "review_queue"):
+    for view in (
+        "runs",
+        "documents",
+        "claims",
+        "evidence",
+        "verdicts",
+        "edits",
+        "ingest_errors",
+        "receipts",
+        "latest_verdicts",
+        "review_queue",
+    ):
         con.execute(f"SELECT * FROM {view}").fetchall()
 
 

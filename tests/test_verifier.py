@@ -222,13 +222,13 @@ def test_a_setting_line_is_judged_only_against_its_own_option():
 
 def test_option_fields_in_other_formats_are_judged_against_their_own_option():
     # VitePress-style field bullets under the option's heading, as an old and a newer page
-    old_page = "# Settings\n\n### `buildDir` \\[string]\n\n- **Type:** `string`\n- **Default:** `\"out\"`\n\n### `minify`\n\n- **Default:** `false`\n"
+    old_page = '# Settings\n\n### `buildDir` \\[string]\n\n- **Type:** `string`\n- **Default:** `"out"`\n\n### `minify`\n\n- **Default:** `false`\n'
     from kb.claims.split import split_claims
     from kb.ingest.parse import parse_document
 
     doc = parse_document(old_page.encode(), "settings.md", "/kb/settings.md")
     claims = {c.text: c for c in split_claims(doc) if c.checkworthy}
-    assert set(claims) >= {'buildDir [string]: Type: string', 'buildDir [string]: Default: "out"', "minify: Default: false"}
+    assert set(claims) >= {"buildDir [string]: Type: string", 'buildDir [string]: Default: "out"', "minify: Default: false"}
     default = replace(claims['buildDir [string]: Default: "out"'], claim_id="d")
     section = "Settings > buildDir [string]"
     evidence = {"d": [

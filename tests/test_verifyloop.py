@@ -85,9 +85,20 @@ def test_apply_corrections_replaces_spans_and_tidies_spaces():
 
 def test_an_empty_report_validates_against_the_schema():
     report = build_report(
-        trace_id="t", subject={"kind": "answer", "doc_id": None, "version_id": "v", "title": None, "run_id": None},
-        answer="", task=None, depth="D3", status="UNCERTAIN", score=0.0, score_components={}, claims=[], verdicts=[],
-        evidence=[], receipts=[], edits=[], corrected_answer=None,
+        trace_id="t",
+        subject={"kind": "answer", "doc_id": None, "version_id": "v", "title": None, "run_id": None},
+        answer="",
+        task=None,
+        depth="D3",
+        status="UNCERTAIN",
+        score=0.0,
+        score_components={},
+        claims=[],
+        verdicts=[],
+        evidence=[],
+        receipts=[],
+        edits=[],
+        corrected_answer=None,
     )
     _validator().validate(report)
 
@@ -110,9 +121,7 @@ def case(tmp_path_factory) -> dict:
     answer.write_text(ANSWER)
     logs = root / "tools.jsonl"  # the agent searched the web, but never ran a query
     logs.write_text(json.dumps({"tool": "web_search", "input": "team plan price", "output": "3 results"}) + "\n")
-    report = VerifyLoop(depth="D3", today=TODAY).verify(
-        task="Summarise our plans", answer=ANSWER, sources=sources, tool_logs=logs
-    )
+    report = VerifyLoop(depth="D3", today=TODAY).verify(task="Summarise our plans", answer=ANSWER, sources=sources, tool_logs=logs)
     return {"root": root, "sources": sources, "answer": answer, "logs": logs, "report": report}
 
 
@@ -139,8 +148,17 @@ def test_verify_reports_exactly_the_wrong_number_and_the_unsupported_tool_claim(
 def test_verify_cli_prints_the_problems_and_gates_on_fail_on(case, capsys):
     from flows.cli import main
 
-    args = ["verify", "--answer", str(case["answer"]), "--sources", str(case["sources"]), "--tool-logs", str(case["logs"]),
-            "--today", TODAY.isoformat()]
+    args = [
+        "verify",
+        "--answer",
+        str(case["answer"]),
+        "--sources",
+        str(case["sources"]),
+        "--tool-logs",
+        str(case["logs"]),
+        "--today",
+        TODAY.isoformat(),
+    ]
     assert main(args + ["--fail-on", "missing_tool_receipt"]) == 1
     text = capsys.readouterr().out
     problem_lines = [line.split()[0] for line in text.splitlines() if line.startswith("  ") and not line.startswith("   ")]

@@ -201,8 +201,18 @@ class ReviewApp:
             query = {**active, "sort": sort, **change}
             return "/?" + urlencode({k: v for k, v in query.items() if v and not (k == "sort" and v == "risk")})
 
-        return {"items": items, "total": len(frame), "filters": filters, "active": active, "counts": counts,
-                "sort": sort, "sorts": SORTS, "link": link, "accepted": int(accepted), "query": urlencode(active)}
+        return {
+            "items": items,
+            "total": len(frame),
+            "filters": filters,
+            "active": active,
+            "counts": counts,
+            "sort": sort,
+            "sorts": SORTS,
+            "link": link,
+            "accepted": int(accepted),
+            "query": urlencode(active),
+        }
 
     def _receipt_problems(self, store: Store, run_id: str) -> list[str]:
         if run_id not in self._receipts:
@@ -219,18 +229,27 @@ class ReviewApp:
             verdict = (rows(store, "SELECT * FROM verdicts WHERE run_id = ? AND claim_id = ?", params) or [{}])[0]
             evidence = rows(store, "SELECT * FROM evidence WHERE run_id = ? AND claim_id = ? ORDER BY rank", params)
             run = rows(store, "SELECT docs_root FROM runs WHERE run_id = ?", [row["run_id"]])[0]
-            doc = (rows(store, "SELECT title, owner FROM documents_history WHERE run_id = ? AND doc_id = ?", [row["run_id"], row["doc_id"]]) or [{}])[0]
+            doc = (
+                rows(store, "SELECT title, owner FROM documents_history WHERE run_id = ? AND doc_id = ?", [row["run_id"], row["doc_id"]])
+                or [{}]
+            )[0]
             problems = self._receipt_problems(store, row["run_id"])
             order = self._queue_frame(store)
         if query:  # the next edit in the same filtered view the reviewer came from
             order = self._filtered(order, {k: v[0] for k, v in parse_qs(query).items() if k in FACETS})
         ids = order.edit_id.tolist()
-        later = ids[ids.index(edit_id) + 1:] if edit_id in ids else ids
+        later = ids[ids.index(edit_id) + 1 :] if edit_id in ids else ids
         deciding = set(verdict.get("evidence_ids") or [])
         for ev in evidence:
             ev["html"] = highlight(ev.get("passage") or "", ev.get("sentence") or "")
-            ev["deciding"] = ev.get("evidence_id") in deciding or (ev.get("sentence") and ev.get("sentence") == row.get("evidence_sentence"))
-            bad = [p for p in problems if (ev.get("receipt_id") and ev["receipt_id"] in p) or (ev.get("evidence_id") and ev["evidence_id"] in p)]
+            ev["deciding"] = ev.get("evidence_id") in deciding or (
+                ev.get("sentence") and ev.get("sentence") == row.get("evidence_sentence")
+            )
+            bad = [
+                p
+                for p in problems
+                if (ev.get("receipt_id") and ev["receipt_id"] in p) or (ev.get("evidence_id") and ev["evidence_id"] in p)
+            ]
             if bad:
                 ev["receipt_status"], ev["receipt_detail"] = "not verified", bad[0]
             elif ev.get("receipt_id"):
@@ -245,17 +264,31 @@ class ReviewApp:
             if text[start:end] == row["old_text"]:
                 left = text.rfind("\n\n", 0, start)
                 right = text.find("\n\n", end)
-                paragraph = {"before": text[left + 2 if left >= 0 else 0:start], "claim": row["old_text"],
-                             "after": text[end:right if right >= 0 else len(text)]}
-        row.update(token=token, claim=claim, verdict=verdict, evidence=evidence, paragraph=paragraph, doc=doc,
-                   diff_html=word_diff(row["old_text"] or "", row["new_text"] or ""),
-                   draft_diff_html=word_diff(row["old_text"] or "", row.get("drafted_text") or ""),
-                   next_id=later[0] if later else None, query=query,
-                   decidable=row["state"] in review.REJECTABLE, approvable=row["state"] in review.APPROVABLE)
+                paragraph = {
+                    "before": text[left + 2 if left >= 0 else 0 : start],
+                    "claim": row["old_text"],
+                    "after": text[end : right if right >= 0 else len(text)],
+                }
+        row.update(
+            token=token,
+            claim=claim,
+            verdict=verdict,
+            evidence=evidence,
+            paragraph=paragraph,
+            doc=doc,
+            diff_html=word_diff(row["old_text"] or "", row["new_text"] or ""),
+            draft_diff_html=word_diff(row["old_text"] or "", row.get("drafted_text") or ""),
+            next_id=later[0] if later else None,
+            query=query,
+            decidable=row["state"] in review.REJECTABLE,
+            approvable=row["state"] in review.APPROVABLE,
+        )
         return row
 
 
-def create_app(out: str | Path, *, token: str | None = None, reviewer: str | None = None, host: str = "127.0.0.1", verifier=None) -> Starlette:
+def create_app(
+    out: str | Path, *, token: str | None = None, reviewer: str | None = None, host: str = "127.0.0.1", verifier=None
+) -> Starlette:
     ra = ReviewApp(out, token=token, reviewer=reviewer, verifier=verifier)
 
     def flash_of(params) -> str | None:
@@ -305,16 +338,28 @@ def create_app(out: str | Path, *, token: str | None = None, reviewer: str | Non
                 with ra.verifying:
                     verdict = (ra.verifier or verifier).verify([claim], {claim.claim_id: evidence}, today)[0]
                 with ra.writing() as store:
-                    written = review.record_edited(store, full, text, verdict, reviewer=reviewer, note=note, origin="web",
-                                                   expected={full: expected[edit_id]})
+                    written = review.record_edited(
+                        store, full, text, verdict, reviewer=reviewer, note=note, origin="web", expected={full: expected[edit_id]}
+                    )
                 return full, verdict, written
 
             full, verdict, written = await run_in_threadpool(verify_edited)
             data = await run_in_threadpool(ra.edit_data, full, back)
-            check = {"label": verdict.label, "confidence": verdict.confidence, "rationale": verdict.rationale,
-                     "accepted": bool(written), "text": str(form.get("text") or "").strip()}
-            return ra.render(request, "edit.html", status=200 if written else 422, e=data, check=check,
-                             flash="Approved with your text" if written else None)
+            check = {
+                "label": verdict.label,
+                "confidence": verdict.confidence,
+                "rationale": verdict.rationale,
+                "accepted": bool(written),
+                "text": str(form.get("text") or "").strip(),
+            }
+            return ra.render(
+                request,
+                "edit.html",
+                status=200 if written else 422,
+                e=data,
+                check=check,
+                flash="Approved with your text" if written else None,
+            )
 
         if action not in ("approve", "reject"):
             raise HTTPException(404)
@@ -341,8 +386,15 @@ def create_app(out: str | Path, *, token: str | None = None, reviewer: str | Non
 
         def run():
             with ra.writing() as store:
-                written = review.decide(store, list(expected), action, reviewer=ra.reviewer_of(request),
-                                        note=str(form.get("note") or ""), origin="web", expected=expected)
+                written = review.decide(
+                    store,
+                    list(expected),
+                    action,
+                    reviewer=ra.reviewer_of(request),
+                    note=str(form.get("note") or ""),
+                    origin="web",
+                    expected=expected,
+                )
             return len(written)
 
         n = await run_in_threadpool(run)
@@ -356,8 +408,7 @@ def create_app(out: str | Path, *, token: str | None = None, reviewer: str | Non
                 return review.apply_edits(store, dry_run=True, actor=ra.reviewer_of(request))
 
         outcomes = await run_in_threadpool(plan)
-        return ra.render(request, "apply.html", outcomes=outcomes, done=False,
-                         diffs={o.doc_id: o.diff for o in outcomes})
+        return ra.render(request, "apply.html", outcomes=outcomes, done=False, diffs={o.doc_id: o.diff for o in outcomes})
 
     async def apply_now(request: Request):
         await ra.form(request)
@@ -388,7 +439,10 @@ def create_app(out: str | Path, *, token: str | None = None, reviewer: str | Non
         elif isinstance(exc, ConfigError):
             status, message = 400, str(exc)
         elif isinstance(exc, (StoreError, duckdb.Error)):
-            status, message = 503, f"The store cannot be read right now ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); reload in a moment."
+            status, message = (
+                503,
+                f"The store cannot be read right now ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); reload in a moment.",
+            )
         else:
             raise exc
         try:
@@ -409,8 +463,11 @@ def create_app(out: str | Path, *, token: str | None = None, reviewer: str | Non
                     response = RedirectResponse(request.url.path + ("?" + rest if rest else ""), status_code=303)
                     response.set_cookie(AUTH_COOKIE, ra.auth_cookie(), httponly=True, samesite="strict")
             elif not ra.authorised(request):
-                response = Response("401: this review app needs its token: open the URL with ?token=TOKEN "
-                                    "(or send Authorization: Bearer TOKEN)\n", status_code=401, media_type="text/plain")
+                response = Response(
+                    "401: this review app needs its token: open the URL with ?token=TOKEN (or send Authorization: Bearer TOKEN)\n",
+                    status_code=401,
+                    media_type="text/plain",
+                )
             else:
                 response = await call_next(request)
             if not cookie:
@@ -454,7 +511,9 @@ def serve(out: str, host: str = "127.0.0.1", port: int = 8765, token: str | None
 
     token = token or os.environ.get(TOKEN_ENV) or None
     if not is_loopback(host) and not token:
-        raise ConfigError(f"--host {host} is not a loopback address: give --token TOKEN (or set {TOKEN_ENV}) so only reviewers with it can decide")
+        raise ConfigError(
+            f"--host {host} is not a loopback address: give --token TOKEN (or set {TOKEN_ENV}) so only reviewers with it can decide"
+        )
     app = create_app(out, token=token, reviewer=reviewer, host=host)
     shown = f"[{host}]" if ":" in host else host
     suffix = "?token=<the token>" if token else ""

@@ -66,8 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vitaminc", help="VitaminC JSONL (claim, evidence, label, page)")
     parser.add_argument("--claims", help="JSONL of labelled claims: claim, evidence (text or list), label")
     parser.add_argument("--limit", type=int, default=200, help="at most N validation records of each set (default 200)")
-    parser.add_argument("--skip", type=int, default=0,
-                        help="leave out the first N validation records of each set (a development run on records a report does not use)")
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="leave out the first N validation records of each set (a development run on records a report does not use)",
+    )
     parser.add_argument("--dump", help="write one JSON line per escalated claim (route, reason, answers, labels) to this file")
     parser.add_argument("--no-demo", action="store_true", help="leave out the demo KB")
     parser.add_argument("--mode", choices=("joint", "factored"), default="joint", help="CoVe mode (default joint: 1 call a claim)")

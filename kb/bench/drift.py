@@ -56,15 +56,19 @@ FLAGGED = ("stale", "contradicted")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", required=True, action="append",
-                        help="a docsdrift-style folder (one sub-folder per project); repeat to score several sets")
-    parser.add_argument("--raw", action="store_true",
-                        help="audit the raw pages (<project>/kb_raw, else <data>-git/<project>/kb) instead of kb/")
+    parser.add_argument(
+        "--data", required=True, action="append", help="a docsdrift-style folder (one sub-folder per project); repeat to score several sets"
+    )
+    parser.add_argument(
+        "--raw", action="store_true", help="audit the raw pages (<project>/kb_raw, else <data>-git/<project>/kb) instead of kb/"
+    )
     parser.add_argument("--depth", default="D1", help="verification depth (default D1: rules + model; D0: rules only)")
     parser.add_argument("--projects", default=None, help="comma-separated project names (default: all)")
-    parser.add_argument("--today", default="pinned",
-                        help="audit date: pinned (default: the newest source date of each project, the NEW "
-                        "release), real (the real date) or YYYY-MM-DD")
+    parser.add_argument(
+        "--today",
+        default="pinned",
+        help="audit date: pinned (default: the newest source date of each project, the NEW release), real (the real date) or YYYY-MM-DD",
+    )
     parser.add_argument("--cache-dir", default=None, help="stage cache folder reused across runs (default: a fresh one)")
     parser.add_argument("--dump", default=None, help="write every scored gold sentence with its claims' labels here (JSONL)")
     parser.add_argument("--git", nargs="?", const="", default=None, metavar="DIR",
@@ -123,7 +127,7 @@ def docs_path_of(repo_path: Path, kb: Path) -> str:
     for path, _ in _walk(repo, tree):
         flat = path.replace("/", "-")
         for k in range(len(path)):
-            if path[k] == "/" and flat[k + 1:] in names:
+            if path[k] == "/" and flat[k + 1 :] in names:
                 votes[path[:k]] = votes.get(path[:k], 0) + 1
     return max(votes, key=lambda p: (votes[p], -len(p))) if votes else ""
 

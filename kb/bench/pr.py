@@ -71,8 +71,9 @@ def run(args: Params) -> dict[str, float]:
     docs, sources = repo / "docs", repo / "sources"
 
     def timed(out: Path, changed_since: str | None = None):
-        settings = Settings(docs=docs, sources=[sources], out=out, depth=args.depth, today=DEMO_TODAY,
-                            changed_since=changed_since).validate()
+        settings = Settings(
+            docs=docs, sources=[sources], out=out, depth=args.depth, today=DEMO_TODAY, changed_since=changed_since
+        ).validate()
         store = Store(out)
         started_at = dt.datetime.now(dt.UTC)
         clock = time.perf_counter()

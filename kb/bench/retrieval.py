@@ -51,16 +51,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=None, help="only the first N claims with evidence")
     parser.add_argument("--cache-dir", default=None, help="embedding cache folder, must start empty (default: a fresh temporary one)")
     parser.add_argument(
-        "--paths", choices=("both", "static+minilm"), default="both",
+        "--paths",
+        choices=("both", "static+minilm"),
+        default="both",
         help="both (default): the default path and the MiniLM-only path side by side; static+minilm: the default path only",
     )
     parser.add_argument("--static-model", default=None, help="first-stage model folder (default: the shipped static model)")
     parser.add_argument(
-        "--minilm-cache", default=None,
+        "--minilm-cache",
+        default=None,
         help="embedding cache for the MiniLM-only path's passage vectors (kept between runs; its index time then adds the floor)",
     )
     parser.add_argument(
-        "--floor-sample", type=float, default=1.0,
+        "--floor-sample",
+        type=float,
+        default=1.0,
         help="embed this random fraction of the texts for the floor and scale the time up (default 1.0: all of them)",
     )
 
@@ -156,9 +161,7 @@ def run(args: argparse.Namespace, settings: dict | None = None) -> dict[str, flo
         floor = Embedder()
         model = floor.model
         probe = Retriever(floor, **settings)
-        texts = list(
-            dict.fromkeys(probe.index_text(p, s) for src in sources for p, s in build_passages(src, probe.window, probe.stride))
-        )
+        texts = list(dict.fromkeys(probe.index_text(p, s) for src in sources for p, s in build_passages(src, probe.window, probe.stride)))
         fraction = min(1.0, max(0.0, float(getattr(args, "floor_sample", 1.0) or 1.0)))
         sample = texts if fraction >= 1.0 else random.Random(0).sample(texts, max(1, round(fraction * len(texts))))
         log.info("floor: embedding %d of %d passage texts", len(sample), len(texts))
@@ -196,7 +199,12 @@ def run(args: argparse.Namespace, settings: dict | None = None) -> dict[str, flo
             warm = mini.texts_embedded < len(texts) // 2
             if warm:
                 m_index_s += floor_s
-            log.info("minilm: index %.1f s%s, search %.1f s", m_index_s, " (floor added: vectors from --minilm-cache)" if warm else "", m_search_s)
+            log.info(
+                "minilm: index %.1f s%s, search %.1f s",
+                m_index_s,
+                " (floor added: vectors from --minilm-cache)" if warm else "",
+                m_search_s,
+            )
             m_total_s = m_index_s + m_search_s
             metrics.update(_quality(mini_retriever, queries, gold, ("hybrid", "bm25", "dense"), prefix="minilm_"))
             metrics.update(
@@ -258,5 +266,11 @@ def targets(m: dict[str, float]) -> str:
     ]  # fmt: skip
     if "speedup_over_minilm" in m:
         rows.append(("index + search speed-up over minilm", m["speedup_over_minilm"], None))
-        rows.append(("hybrid recall@10 within 0.01 of minilm's", m["hybrid_recall@10"], m["hybrid_recall@10"] >= m["minilm_hybrid_recall@10"] - 0.01))
+        rows.append(
+            (
+                "hybrid recall@10 within 0.01 of minilm's",
+                m["hybrid_recall@10"],
+                m["hybrid_recall@10"] >= m["minilm_hybrid_recall@10"] - 0.01,
+            )
+        )
     return "\n".join(f"target  {name:<44}{value:>8.3f}  {'' if ok is None else 'met' if ok else 'NOT met'}" for name, value, ok in rows)

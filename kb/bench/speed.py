@@ -46,20 +46,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workdir", help="keep the KB and store here (default: a temporary folder)")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument(
-        "--corpus-extra", type=int, default=None,
+        "--corpus-extra",
+        type=int,
+        default=None,
         help="sources: only the abstracts the KB was built from plus this many others (default: the whole corpus)",
     )
     parser.add_argument(
-        "--full-only", action="store_true",
+        "--full-only",
+        action="store_true",
         help="only the full run: claims/s and peak RSS at sizes where the floor and reruns would take too long",
     )
     parser.add_argument(
-        "--paths", choices=("both", "static+minilm", "minilm"), default="both",
+        "--paths",
+        choices=("both", "static+minilm", "minilm"),
+        default="both",
         help="retrieval paths to run: both (default: the default path, then the MiniLM-only path, side by side) or one",
     )
-    parser.add_argument("--floor", action="store_true", help="also measure the MiniLM embedding floor (slow: every text embedded once more)")
     parser.add_argument(
-        "--warm-embeddings", default=None,
+        "--floor", action="store_true", help="also measure the MiniLM embedding floor (slow: every text embedded once more)"
+    )
+    parser.add_argument(
+        "--warm-embeddings",
+        default=None,
         help="copy this embedding cache (a store's cache/embeddings) in first; the run is then not a cold full run",
     )
 
@@ -236,9 +244,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
         # once with the MiniLM and no cache.
         sources, _ = load_sources(corpus, today=base.run_date)
         shape = Retriever(None)
-        passage_texts = [
-            Retriever.index_text(p, sents) for src in sources for p, sents in build_passages(src, shape.window, shape.stride)
-        ]
+        passage_texts = [Retriever.index_text(p, sents) for src in sources for p, sents in build_passages(src, shape.window, shape.stride)]
         embedder = Embedder(base.embed_model_path)
         texts = claim_texts + passage_texts
         clock = time.perf_counter()
@@ -257,7 +263,9 @@ def run(args: argparse.Namespace) -> dict[str, float]:
 def targets(m: dict) -> str:
     rows = []
     if "speedup_over_minilm" in m:
-        rows.append(("cold full run: claims/s over the MiniLM-only path >= 5 (stretch 10)", m["speedup_over_minilm"], m["speedup_over_minilm"] >= 5))
+        rows.append(
+            ("cold full run: claims/s over the MiniLM-only path >= 5 (stretch 10)", m["speedup_over_minilm"], m["speedup_over_minilm"] >= 5)
+        )
     if "change1pct_over_full" in m:
         rows.append(("1% of pages changed, over the full run <= 0.03", m["change1pct_over_full"], m["change1pct_over_full"] <= 0.03))
         rows.append(("no change, over the full run <= 0.015", m["nochange_over_full"], m["nochange_over_full"] <= 0.015))

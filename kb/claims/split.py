@@ -31,6 +31,7 @@ _LOWER = 0  # patterns marked _LOWER are matched against lowercased text (3x fas
 # ---------------------------------------------------------------------------------------------
 # atomic units
 
+
 @dataclass
 class _Unit:
     start: int  # span in block text
@@ -141,8 +142,8 @@ def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
     for m in _AND.finditer(text):
         if len(cuts) >= _MAX_COORD_DEPTH:
             break
-        left_words = text[piece_start:m.start()].split()
-        after_words = text[m.end():m.end() + 200].split()
+        left_words = text[piece_start : m.start()].split()
+        after_words = text[m.end() : m.end() + 200].split()
         if len(after_words) < 2 or len(left_words) < 2:
             continue
         first = after_words[0].lower().strip(",")
@@ -152,9 +153,17 @@ def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
         own_subject = bool(rsubj) and 1 <= rvi <= 3 and after_words[rvi].lower() in _AUX
         if subject and not own_subject:
             plural = verb in BASE_VERBS or not verb.endswith("s")
-            looks_verb = first in VERB_WORDS or (plural and first in BASE_VERBS) or (
-                m.group(0).startswith(",") and not plural and first.endswith("s") and not first.endswith("ss")
-                and first.isalpha() and after_words[0][:1].islower()  # "Secrets, Endpoints and ...": a list
+            looks_verb = (
+                first in VERB_WORDS
+                or (plural and first in BASE_VERBS)
+                or (
+                    m.group(0).startswith(",")
+                    and not plural
+                    and first.endswith("s")
+                    and not first.endswith("ss")
+                    and first.isalpha()
+                    and after_words[0][:1].islower()  # "Secrets, Endpoints and ...": a list
+                )
             )
             has_predicate = len(left_words) - vi >= 2 if piece_start == 0 and vi > 0 else True
             if looks_verb and has_predicate:
@@ -196,8 +205,8 @@ def _units_for_sentence(text: str, s: int, e: int, settings: ClaimSettings) -> l
     parts: list[tuple[int, int]] = []
     pos = 0
     for m in _SEMI.finditer(sent):
-        left = sent[pos:m.start()]
-        if len(left[-200:].split()) >= 3 and len(sent[m.end():m.end() + 200].split()) >= 3:
+        left = sent[pos : m.start()]
+        if len(left[-200:].split()) >= 3 and len(sent[m.end() : m.end() + 200].split()) >= 3:
             parts.append((pos, m.start()))
             pos = m.end()
     parts.append((pos, len(sent)))
@@ -340,8 +349,11 @@ _MONTH = (
     r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
 _CALENDAR_DATE = re.compile(
-    r"\b(?:(?:19|20)\d\d-\d\d(?:-\d\d)?|\d{1,2}(?:st|nd|rd|th)?\s+" + _MONTH + r"\.?(?:\s+(?:19|20)\d\d)?|"
-    + _MONTH + r"\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+(?:19|20)\d\d)?)\b",
+    r"\b(?:(?:19|20)\d\d-\d\d(?:-\d\d)?|\d{1,2}(?:st|nd|rd|th)?\s+"
+    + _MONTH
+    + r"\.?(?:\s+(?:19|20)\d\d)?|"
+    + _MONTH
+    + r"\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+(?:19|20)\d\d)?)\b",
     re.I,
 )
 _DATE = re.compile(
@@ -441,7 +453,7 @@ def _has_quantity(text: str) -> bool:
             continue  # a year: temporal, not a quantity
         if m.start() > 0 and text[m.start() - 1] in "-_/v":
             continue  # AES-256, v2, path/3
-        if "version" in text[max(0, m.start() - 25):m.start()].lower():
+        if "version" in text[max(0, m.start() - 25) : m.start()].lower():
             continue  # "Minimum version is 10"
         wb = _WORD_BEFORE_NUM.search(text, max(0, m.start() - 40), m.start())
         if wb:
@@ -524,7 +536,7 @@ def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings, 
         steps = unit.kind != "cell" and _STEPS_LEAD.search(lead.lower()) is not None
     cond = _CONDITION.match(body)
     if cond:  # "If the connection drops, restart the app." -> look at the main clause
-        body = body[cond.end():]
+        body = body[cond.end() :]
     first = re.split(r"[\s,]+", body.lstrip("*_`\"'(["), maxsplit=1)[0].lower()
     instruction = ((not unit.has_context or steps) and (first in IMPERATIVE_VERBS or first in ("don't", "never", "always"))
                    and not (first in ("use", "set", "keep", "add") and re.match(r"^\w+s\b", body)))  # fmt: skip
@@ -599,7 +611,7 @@ def _resolve(text: str, antecedent: str, named) -> tuple[str, str]:
     if m:
         pro = m.group("pro")
         words = pro.lower().split()
-        rest = text[m.end():]
+        rest = text[m.end() :]
         if len(words) == 1:
             if words[0] in ("this", "that", "these"):
                 return text, ""  # "This is ..." refers to a whole situation, not a name
@@ -618,7 +630,7 @@ def _resolve(text: str, antecedent: str, named) -> tuple[str, str]:
         subject = antecedent or named("")
         if subject:
             poss = f"{subject}'" if subject.endswith("s") else f"{subject}'s"
-            return f"{poss}{text[m.end():]}", f"rewritten: '{m.group('pro')}' -> '{poss}'"
+            return f"{poss}{text[m.end() :]}", f"rewritten: '{m.group('pro')}' -> '{poss}'"
     return text, ""
 
 
@@ -766,7 +778,9 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
     if doc.ignore:
         return []
     is_policy = bool(_POLICY_DOC.search(" ".join((doc.title, doc.doc_id, *doc.tags))))
-    extra_risk = re.compile(r"\b(?:" + "|".join(map(re.escape, settings.high_risk_words)) + r")\b", re.I) if settings.high_risk_words else None
+    extra_risk = (
+        re.compile(r"\b(?:" + "|".join(map(re.escape, settings.high_risk_words)) + r")\b", re.I) if settings.high_risk_words else None
+    )
     seen: dict[tuple[str, str], int] = {}
     antecedent = ""
     last_section = None
@@ -795,13 +809,13 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
         for unit in units:
             if unit.end <= unit.start:
                 continue
-            src_text = block.text[unit.start:unit.end]
+            src_text = block.text[unit.start : unit.end]
             text = unit.text.strip()
             note = unit.note
             if not unit.has_context:
                 am = _ANSWER_PREFIX.match(text)
                 if am:  # "Yes, a sandbox mirrors production." -> the statement itself
-                    text = text[am.end()].upper() + text[am.end() + 1:]
+                    text = text[am.end()].upper() + text[am.end() + 1 :]
                 text, rnote = _resolve(text, antecedent, named)
                 note = rnote or note
                 if src_text.rstrip().endswith(":"):

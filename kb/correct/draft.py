@@ -96,8 +96,19 @@ def _strip_common(old: list[str], new: list[str]) -> tuple[list[str], list[str]]
 
 
 _PREFIX_COMPARATORS = (
-    ("up", "to"), ("at", "least"), ("at", "most"), ("more", "than"), ("less", "than"), ("fewer", "than"),
-    ("no", "more", "than"), ("under",), ("over",), ("within",), ("about",), ("approximately",), ("around",),
+    ("up", "to"),
+    ("at", "least"),
+    ("at", "most"),
+    ("more", "than"),
+    ("less", "than"),
+    ("fewer", "than"),
+    ("no", "more", "than"),
+    ("under",),
+    ("over",),
+    ("within",),
+    ("about",),
+    ("approximately",),
+    ("around",),
 )
 _SUFFIX_COMPARATORS = (("or", "later"), ("or", "newer"), ("or", "more"), ("or", "higher"), ("or", "less"), ("+",))
 
@@ -286,8 +297,16 @@ def _draft(claim: Claim, doc: Document, verdict: Verdict, evidence: list[Evidenc
     if new_text is None and rewrite and rewrite.strip() and rewrite.strip() != old_text.strip():
         new_text, draft_claim, method = rewrite.strip(), rewrite.strip(), "rewrite"
     return _Draft(
-        claim, doc, verdict, old_text, new_text if new_text is not None else old_text, draft_claim, method,
-        _deciding(verdict, evidence), evidence_key(verdict, evidence), used,
+        claim,
+        doc,
+        verdict,
+        old_text,
+        new_text if new_text is not None else old_text,
+        draft_claim,
+        method,
+        _deciding(verdict, evidence),
+        evidence_key(verdict, evidence),
+        used,
     )
 
 
@@ -379,8 +398,14 @@ def draft_edits(
     for d, after, status, reason in results:
         authority = d.deciding.authority if d.deciding else None
         risk, points, factors = edit_risk(
-            d.claim, d.doc, d.verdict, old_text=d.old_text, new_text=d.new_text, authority=authority,
-            confidence_after=after.confidence if after else None, edits_in_doc=per_doc.get(d.doc.doc_id, 1),
+            d.claim,
+            d.doc,
+            d.verdict,
+            old_text=d.old_text,
+            new_text=d.new_text,
+            authority=authority,
+            confidence_after=after.confidence if after else None,
+            edits_in_doc=per_doc.get(d.doc.doc_id, 1),
             settings=correction,
         )
         if status == "removal":

@@ -99,8 +99,11 @@ def patch(store: Store, docs_root: str | Path | None = None) -> tuple[str, GitCh
     except UsageError:  # not in a repository: paths relative to the KB folder
         kb = None
     change = _plan(store, root)
-    header = [f"kbaudit: {change.edits} accepted correction(s); apply with `git apply` at "
-              + ("the repository root" if kb is not None else "the KB folder (or patch -p1)"), ""]
+    header = [
+        f"kbaudit: {change.edits} accepted correction(s); apply with `git apply` at "
+        + ("the repository root" if kb is not None else "the KB folder (or patch -p1)"),
+        "",
+    ]
     text = gitkb.patch_text(kb, change.files, header + change.descriptions) if change.files else ""
     return text, change
 

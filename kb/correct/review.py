@@ -38,8 +38,14 @@ from kb.store import Store
 from kb.verify import Verifier, verifier_for  # the model loads on first use, not on import
 
 DECISIONS = {
-    "approve": "approve", "approved": "approve", "accept": "approve", "accepted": "approve", "yes": "approve",
-    "reject": "reject", "rejected": "reject", "no": "reject",
+    "approve": "approve",
+    "approved": "approve",
+    "accept": "approve",
+    "accepted": "approve",
+    "yes": "approve",
+    "reject": "reject",
+    "rejected": "reject",
+    "no": "reject",
 }
 # Which states a decision may follow. An edit that needs a rewrite is approved only with the
 # reviewer's text, once the verifier has found that text supported (`approve_edited`).
@@ -105,6 +111,7 @@ def resolve(store: Store, edit_id: str, known: list[str] | None = None) -> str:
 def show(store: Store, edit_id: str) -> dict:
     """One edit: its state and details, its history, and the change as a diff."""
     edit_id = resolve(store, edit_id)
+
     def records(frame: pd.DataFrame) -> list[dict]:  # NaN/NaT as None, so the row is valid JSON
         return frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
 
@@ -120,8 +127,7 @@ def rejected_proposals(store: Store) -> dict[str, str]:
         return {}
     try:
         frame = store.query(
-            "SELECT proposal_key, state_by, state_at, state_note FROM edit_state "
-            "WHERE state = 'rejected' AND proposal_key IS NOT NULL"
+            "SELECT proposal_key, state_by, state_at, state_note FROM edit_state WHERE state = 'rejected' AND proposal_key IS NOT NULL"
         )
     except duckdb.Error:  # a store written before the review views existed
         return {}
@@ -192,7 +198,12 @@ def _decision_rows(
 
 
 def decide(
-    store: Store, edit_ids: list[str], decision: str, reviewer: str | None = None, note: str = "", origin: str = "cli",
+    store: Store,
+    edit_ids: list[str],
+    decision: str,
+    reviewer: str | None = None,
+    note: str = "",
+    origin: str = "cli",
     expected: dict[str, str] | None = None,
 ) -> list[dict]:
     """Append one decision per edit (all validated first; nothing is written if one is bad).
@@ -249,7 +260,9 @@ def recheck_inputs(store: Store, edit_id: str, text: str) -> tuple[Claim, list[E
     names = {f.name for f in dataclasses.fields(Evidence)}
     evidence = [
         Evidence(**{k: v for k, v in row.items() if k in names})
-        for row in _arrow_rows(store, "SELECT * FROM evidence WHERE run_id = ? AND claim_id = ? ORDER BY rank", [edit["run_id"], edit["claim_id"]])
+        for row in _arrow_rows(
+            store, "SELECT * FROM evidence WHERE run_id = ? AND claim_id = ? ORDER BY rank", [edit["run_id"], edit["claim_id"]]
+        )
     ]
     return claim, evidence
 
@@ -268,8 +281,14 @@ def reverify(store: Store, edit_id: str, text: str, verifier=None, today: dt.dat
 
 
 def record_edited(
-    store: Store, edit_id: str, text: str, verdict: Verdict, reviewer: str | None = None, note: str = "",
-    origin: str = "cli", expected: dict[str, str] | None = None,
+    store: Store,
+    edit_id: str,
+    text: str,
+    verdict: Verdict,
+    reviewer: str | None = None,
+    note: str = "",
+    origin: str = "cli",
+    expected: dict[str, str] | None = None,
 ) -> list[dict]:
     """Append an approval with the reviewer's ``text`` and the verifier's ``verdict`` on it (from
     `reverify` of that same text); nothing unless the verdict is `supported`."""
@@ -278,19 +297,25 @@ def record_edited(
         check_unchanged(store, expected)
     if verdict.label != "supported":
         return []
-    rows = _decision_rows(
-        store, [(edit_id, "approve", note)], reviewer or default_reviewer(), origin, approvable=APPROVABLE_WITH_TEXT
-    )
+    rows = _decision_rows(store, [(edit_id, "approve", note)], reviewer or default_reviewer(), origin, approvable=APPROVABLE_WITH_TEXT)
     for row in rows:
-        row.update(new_text=text.strip(), check_label=verdict.label, check_confidence=float(verdict.confidence),
-                   check_rationale=verdict.rationale)
+        row.update(
+            new_text=text.strip(), check_label=verdict.label, check_confidence=float(verdict.confidence), check_rationale=verdict.rationale
+        )
     store.append_table("review_decisions", rows)
     return rows
 
 
 def approve_edited(
-    store: Store, edit_id: str, text: str, reviewer: str | None = None, note: str = "", origin: str = "cli",
-    expected: dict[str, str] | None = None, verifier=None, today: dt.date | None = None,
+    store: Store,
+    edit_id: str,
+    text: str,
+    reviewer: str | None = None,
+    note: str = "",
+    origin: str = "cli",
+    expected: dict[str, str] | None = None,
+    verifier=None,
+    today: dt.date | None = None,
 ) -> tuple[Verdict, list[dict]]:
     """Edit-then-approve: re-verify the reviewer's ``text`` (`reverify`) and, only if the verifier
     finds it supported, append an approval carrying the text and the verifier's conclusion.
@@ -384,9 +409,17 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def _edit(row) -> Edit:
     return Edit(
-        edit_id=row.edit_id, claim_id=row.claim_id, doc_id=row.doc_id, base_version=row.base_version,
-        start=int(row.start), end=int(row.end), old_text=row.old_text, new_text=row.new_text,
-        risk=row.risk, status=row.state, reason=row.reason,
+        edit_id=row.edit_id,
+        claim_id=row.claim_id,
+        doc_id=row.doc_id,
+        base_version=row.base_version,
+        start=int(row.start),
+        end=int(row.end),
+        old_text=row.old_text,
+        new_text=row.new_text,
+        risk=row.risk,
+        status=row.state,
+        reason=row.reason,
     )
 
 
@@ -416,7 +449,16 @@ def candidates(store: Store) -> tuple[pd.DataFrame, dict[str, str]]:
 
 
 def _event(edit_id: str, doc_id: str, status: str, base: str | None, version: str | None, actor: str, note: str, at) -> dict:
-    return {"edit_id": edit_id, "doc_id": doc_id, "status": status, "base_version": base, "version_id": version, "actor": actor, "note": note, "event_at": at}
+    return {
+        "edit_id": edit_id,
+        "doc_id": doc_id,
+        "status": status,
+        "base_version": base,
+        "version_id": version,
+        "actor": actor,
+        "note": note,
+        "event_at": at,
+    }
 
 
 def _plan(
@@ -442,7 +484,11 @@ def _plan(
     if done:
         outcome.status, outcome.version_after, outcome.edit_ids = "recovered", current, [e.edit_id for e in done]
         outcome.reason = "an interrupted apply had already written this version"
-        return outcome, [(e, "document changed since the edit was drafted") for e in edits if e not in done and e.base_version != current], None
+        return (
+            outcome,
+            [(e, "document changed since the edit was drafted") for e in edits if e not in done and e.base_version != current],
+            None,
+        )
     conflicts = [
         (e, f"document changed since the edit was drafted (drafted against {e.base_version}, file is {current})")
         for e in edits
@@ -525,8 +571,16 @@ def apply_edits(
             events += [_event(e, o.doc_id, "applied", o.version_before, o.version_after, actor, o.reason, at) for e in o.edit_ids]
             if o.status == "applied":
                 versions.append(
-                    {"version_id": o.version_after, "parent_version": o.version_before, "doc_id": o.doc_id, "path": o.path,
-                     "edit_ids": o.edit_ids, "unified_diff": o.diff, "actor": actor, "applied_at": at}
+                    {
+                        "version_id": o.version_after,
+                        "parent_version": o.version_before,
+                        "doc_id": o.doc_id,
+                        "path": o.path,
+                        "edit_ids": o.edit_ids,
+                        "unified_diff": o.diff,
+                        "actor": actor,
+                        "applied_at": at,
+                    }
                 )
         elif o.status == "conflicted":
             events += [_event(e, o.doc_id, "conflicted", None, o.version_before, actor, o.reason, at) for e in o.edit_ids]

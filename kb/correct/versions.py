@@ -46,9 +46,7 @@ def splice(text: str, edits: Iterable[Edit]) -> tuple[str, list[Edit], list[tupl
 
 
 def unified_diff(old: str, new: str, doc_id: str) -> str:
-    return "".join(
-        difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{doc_id}", f"b/{doc_id}")
-    )
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{doc_id}", f"b/{doc_id}"))
 
 
 BOM = b"\xef\xbb\xbf"
@@ -136,9 +134,7 @@ def versions_for_run(
     return versions, diffs
 
 
-def run_tables(
-    documents: list[Document], claims: list[Claim], verdicts: list[Verdict], edits: list[Edit]
-) -> dict[str, list[dict]]:
+def run_tables(documents: list[Document], claims: list[Claim], verdicts: list[Verdict], edits: list[Edit]) -> dict[str, list[dict]]:
     """The rows of the tables the correction step adds to a run: `edit_details`, `versions`, `diffs`."""
     versions, diffs = versions_for_run(documents, claims, verdicts, edits)
     details = [dataclasses.asdict(e) for e in edits if hasattr(e, "proposal_key")]

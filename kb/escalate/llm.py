@@ -208,7 +208,9 @@ class LLMClient:
                     return self._reply(response, body, elapsed)
                 status = response.status_code
                 if is_context_error(status, response.text[:4000]):
-                    last = LLMError(f"HTTP {status}: the prompt does not fit the model's context window", status=status, kind="context_length")
+                    last = LLMError(
+                        f"HTTP {status}: the prompt does not fit the model's context window", status=status, kind="context_length"
+                    )
                     break
                 last = LLMError(f"HTTP {status} from the endpoint", status=status, kind="http")
                 if status == 429:

@@ -256,7 +256,9 @@ def escalate(
     order = _candidates(claims_by_id, evidence, result.verdicts, depth, rs, lesson_ids, result)
     result.would_escalate = len(order)
     if result.excluded:
-        result.summary_notes.append(f"{result.excluded} claims that would have escalated are excluded from the deep verifier by type or document")
+        result.summary_notes.append(
+            f"{result.excluded} claims that would have escalated are excluded from the deep verifier by type or document"
+        )
 
     if order and client is None and not endpoint_configured(settings):
         for i in order:
@@ -383,8 +385,7 @@ def _run_deep(order, claims_by_id, evidence, depth, rs, client, lesson_ids, toda
     )
     if result.not_accepted:
         result.summary_notes.append(
-            "deep verdicts not accepted (cheaper verdict kept): "
-            + ", ".join(f"{k} {n}" for k, n in sorted(result.not_accepted.items()))
+            "deep verdicts not accepted (cheaper verdict kept): " + ", ".join(f"{k} {n}" for k, n in sorted(result.not_accepted.items()))
         )
     repairs = {"429 answers": c.rate_limited, "5xx answers": c.server_errors, "transport errors": c.transport_errors,
                "retries": c.retries, "truncated replies asked again with more tokens": c.truncated_retries,
@@ -396,6 +397,7 @@ def _run_deep(order, claims_by_id, evidence, depth, rs, client, lesson_ids, toda
     if result.skipped_by_budget:
         result.summary_notes.append(
             f"budget: {result.skipped_by_budget} claims skipped (cheaper verdict kept; limits reached: "
-            + ", ".join(f"{k} {n}" for k, n in sorted(skipped_by.items())) + ")"
+            + ", ".join(f"{k} {n}" for k, n in sorted(skipped_by.items()))
+            + ")"
         )
     logger.info("; ".join(result.summary_notes[-3:]))

@@ -77,9 +77,17 @@ def sections(doc: Document) -> list[tuple[str, date | None, str, tuple]]:
     return out
 
 
-def changelog_sources(doc: Document, source_id: str, where: str, errors: list[IngestError], *,
-                      fallback: Callable[[str], date | None] | None = None, authority: float = 1.0,
-                      source_rev: str | None = None, path: str = "") -> list[SourceDoc]:
+def changelog_sources(
+    doc: Document,
+    source_id: str,
+    where: str,
+    errors: list[IngestError],
+    *,
+    fallback: Callable[[str], date | None] | None = None,
+    authority: float = 1.0,
+    source_rev: str | None = None,
+    path: str = "",
+) -> list[SourceDoc]:
     """One SourceDoc per dated release section of a parsed changelog (see the module rules)."""
     out = []
     found = sections(doc)

@@ -110,7 +110,9 @@ class Embedder:
         for s in range(0, len(texts), PROGRESS_STEP):
             part = texts[s : s + PROGRESS_STEP]
             parts.append(
-                self.model.encode(part, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+                self.model.encode(
+                    part, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+                )
             )
             if on_batch is not None:
                 on_batch(len(part))
@@ -261,7 +263,7 @@ class StaticEmbedder:
         if not (self.model_path / "model.safetensors").is_file():
             raise ConfigError(
                 f"static embedding model not found: {self.model_path} "
-                "(build it with `kbaudit build-embedder --out DIR`, or set retrieval_path = \"minilm\")"
+                '(build it with `kbaudit build-embedder --out DIR`, or set retrieval_path = "minilm")'
             )
         self.model_id = artefact_id(self.model_path)
         self.batch_size = batch_size

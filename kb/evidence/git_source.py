@@ -82,7 +82,7 @@ def _tags(repo: pygit2.Repository) -> list[Rev]:
             commit = repo.revparse_single(ref).peel(pygit2.Commit)
         except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
             continue  # a tag of a tree or blob: no commit date, nothing to read
-        out.append(Rev(ref[len("refs/tags/"):], commit))
+        out.append(Rev(ref[len("refs/tags/") :], commit))
     out.sort(key=lambda r: (_version_key(r.name), r.commit.committer.time))
     return out
 
@@ -135,7 +135,7 @@ def _relative(path: str, spec_path: str) -> str:
     if spec_path and not _GLOB.search(spec_path):
         if path == spec_path:
             return posixpath.basename(path)
-        return path[len(spec_path) + 1:]
+        return path[len(spec_path) + 1 :]
     return path
 
 
@@ -163,8 +163,9 @@ def _subtree(repo: pygit2.Repository, tree: pygit2.Tree, spec_path: str):
     return entry, ""
 
 
-def files_at(repo: pygit2.Repository, rev: Rev, spec_path: str, where: str, errors: list[IngestError],
-             suffixes=DOC_SUFFIXES) -> dict[str, pygit2.Object]:
+def files_at(
+    repo: pygit2.Repository, rev: Rev, spec_path: str, where: str, errors: list[IngestError], suffixes=DOC_SUFFIXES
+) -> dict[str, pygit2.Object]:
     """Repository path -> blob of each readable document file in scope at rev."""
     found = _subtree(repo, rev.commit.tree, spec_path)
     if found is None:
@@ -181,14 +182,14 @@ def files_at(repo: pygit2.Repository, rev: Rev, spec_path: str, where: str, erro
             continue
         name = posixpath.basename(path)
         if not (name.lower() == ".env" and ".env" in suffixes) and (
-                name.startswith(".") or posixpath.splitext(name)[1].lower() not in suffixes):
+            name.startswith(".") or posixpath.splitext(name)[1].lower() not in suffixes
+        ):
             continue
         if entry.filemode == pygit2.enums.FileMode.LINK:
             target = repo[entry.id].data.decode("utf-8", "replace")
             resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
             if target.startswith("/") or resolved.startswith("..") or not _in_scope(resolved, spec_path):
-                errors.append(IngestError(f"{where}@{rev.name}:{path}", "sources",
-                                          f"symlink points outside the tree ({target}): skipped"))
+                errors.append(IngestError(f"{where}@{rev.name}:{path}", "sources", f"symlink points outside the tree ({target}): skipped"))
             continue  # a link inside the tree: its target is read as itself
         blob = repo[entry.id]
         if blob.size > MAX_FILE_BYTES:
@@ -231,8 +232,11 @@ def read_versions(spec: GitSpec, errors: list[IngestError], suffixes=DOC_SUFFIXE
     repo = open_repository(spec.repo)
     where = str(spec)
     if repo.is_shallow:
-        errors.append(IngestError(where, "sources", "shallow clone: revs before its cut-off cannot be read, and the "
-                                                    "oldest commit's renames are not detected"))
+        errors.append(
+            IngestError(
+                where, "sources", "shallow clone: revs before its cut-off cannot be read, and the oldest commit's renames are not detected"
+            )
+        )
     revs = resolve_revs(repo, spec, errors)
     identity_of: dict[str, int] = {}
     names: dict[int, str] = {}
@@ -300,19 +304,21 @@ def load_git_sources(text: str, today: date | None = None) -> tuple[list[SourceD
         if day > today:
             errors.append(IngestError(where, "sources", f"commit date {day.isoformat()} is after {today.isoformat()}: clamped"))
             day = today
-        out.append(SourceDoc(
-            source_id=source_id,
-            source_version=content_hash(doc.text),
-            title=doc.title or source_id,
-            text=doc.text,
-            source_date=day,
-            date_origin="git",
-            url="",
-            path=where,
-            blocks=doc.blocks,
-            source_rev=v.rev.name,
-            source_kind=SPEC_KIND if is_spec_path(v.path) else None,
-        ))
+        out.append(
+            SourceDoc(
+                source_id=source_id,
+                source_version=content_hash(doc.text),
+                title=doc.title or source_id,
+                text=doc.text,
+                source_date=day,
+                date_origin="git",
+                url="",
+                path=where,
+                blocks=doc.blocks,
+                source_rev=v.rev.name,
+                source_kind=SPEC_KIND if is_spec_path(v.path) else None,
+            )
+        )
     for ident, items in logs.items():
         out.extend(_changelog_versions(spec, _relative(names[ident], spec.path), items, errors, today))
     return out, errors

@@ -201,6 +201,7 @@ def verify_stored_evidence(store, run_id: str | None = None) -> list[str]:
         return ["the store has no completed run"]
     con = store.connect(read_only=True)
     try:
+
         def rows(sql: str) -> list[dict]:
             return con.sql(sql, params=[run_id]).to_arrow_table().to_pylist()
 
@@ -222,8 +223,10 @@ def verify_stored_evidence(store, run_id: str | None = None) -> list[str]:
     for row in evidence:
         by_receipt.setdefault(row.get("receipt_id") or "", []).append(row)
         if row.get("evidence_id") != content_hash(f"{row.get('claim_id')}|{row.get('passage_id')}"):
-            problems.append(f"evidence row {row.get('evidence_id')} (claim {row.get('claim_id')}, rank {row.get('rank')}): "
-                            "its id does not match its claim and passage")
+            problems.append(
+                f"evidence row {row.get('evidence_id')} (claim {row.get('claim_id')}, rank {row.get('rank')}): "
+                "its id does not match its claim and passage"
+            )
     key_dir = Path(store.root) / "keys"
     for receipt in receipts:
         batch = by_receipt.pop(receipt["receipt_id"], [])

@@ -124,8 +124,7 @@ def _authority(meta: dict, where: str, col: _Collector) -> float:
     return value
 
 
-def _make(col: _Collector, *, source_id, text, title, meta, origin, fallback_path, where, url="", blocks=(), path=None,
-          source_kind=None):
+def _make(col: _Collector, *, source_id, text, title, meta, origin, fallback_path, where, url="", blocks=(), path=None, source_kind=None):
     if not isinstance(text, str) or not text.strip():
         col.error(where, f"source {source_id!r} has no text: skipped")
         return

@@ -23,8 +23,14 @@ from kb.errors import UsageError
 
 # Work-tree states of a file that mean "not what HEAD has".
 DIRTY = (
-    FileStatus.WT_MODIFIED | FileStatus.WT_DELETED | FileStatus.WT_TYPECHANGE | FileStatus.WT_RENAMED
-    | FileStatus.INDEX_MODIFIED | FileStatus.INDEX_DELETED | FileStatus.INDEX_TYPECHANGE | FileStatus.INDEX_RENAMED
+    FileStatus.WT_MODIFIED
+    | FileStatus.WT_DELETED
+    | FileStatus.WT_TYPECHANGE
+    | FileStatus.WT_RENAMED
+    | FileStatus.INDEX_MODIFIED
+    | FileStatus.INDEX_DELETED
+    | FileStatus.INDEX_TYPECHANGE
+    | FileStatus.INDEX_RENAMED
     | FileStatus.CONFLICTED
 )
 
@@ -46,7 +52,7 @@ class KbRepo:
         if not self.prefix:
             return repo_path
         head = self.prefix + "/"
-        return repo_path[len(head):] if repo_path.startswith(head) else None
+        return repo_path[len(head) :] if repo_path.startswith(head) else None
 
     def head_commit(self) -> pygit2.Commit:
         if self.repo.head_is_unborn:
@@ -112,8 +118,7 @@ def changed_documents(docs_root: str | Path, rev: str) -> Changes:
                     changes.renamed[new_id] = old_id
             if old_id is not None and new_id is None:  # moved out of the KB folder
                 changes.deleted.append(old_id)
-        elif status in (DeltaStatus.ADDED, DeltaStatus.MODIFIED, DeltaStatus.UNTRACKED, DeltaStatus.TYPECHANGE,
-                        DeltaStatus.COPIED):
+        elif status in (DeltaStatus.ADDED, DeltaStatus.MODIFIED, DeltaStatus.UNTRACKED, DeltaStatus.TYPECHANGE, DeltaStatus.COPIED):
             if new_id is not None:
                 changes.changed.append(new_id)
     changes.changed.sort()

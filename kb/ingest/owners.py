@@ -182,12 +182,18 @@ def review_fields(doc: Document) -> tuple[dict, list[IngestError]]:
         if m and int(m.group(1)) > 0:
             interval = int(m.group(1)) * (7 if (m.group(2) or "d").lower().startswith("w") else 1)
         else:
-            errors.append(IngestError(doc.doc_id, "front_matter",
-                                      f"review_interval {str(raw)[:40]!r} is not a number of days (e.g. 90 or 90d); ignored"))
+            errors.append(
+                IngestError(
+                    doc.doc_id, "front_matter", f"review_interval {str(raw)[:40]!r} is not a number of days (e.g. 90 or 90d); ignored"
+                )
+            )
     until = _as_date(meta.get("verified_until"))
     if until == "bad":
-        errors.append(IngestError(doc.doc_id, "front_matter",
-                                  f"verified_until {str(meta.get('verified_until'))[:40]!r} is not a date (YYYY-MM-DD); ignored"))
+        errors.append(
+            IngestError(
+                doc.doc_id, "front_matter", f"verified_until {str(meta.get('verified_until'))[:40]!r} is not a date (YYYY-MM-DD); ignored"
+            )
+        )
         until = None
     reviewed = None
     for key in REVIEWED_KEYS:

@@ -669,7 +669,7 @@ def _unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tu
             out.append((s, s))
             continue
         m = _FENCE.match(body)
-        if m and not (m.group(1)[0] == "`" and "`" in body[m.end():]):
+        if m and not (m.group(1)[0] == "`" and "`" in body[m.end() :]):
             fence = m.group(1)
             out.append((s + cut, e))
             continue
@@ -738,8 +738,15 @@ class _MarkdownParser:
     def _section(self) -> tuple[str, ...]:
         return tuple(t for _, t in self.section)
 
-    def _emit(self, kind: str, pieces: list[tuple[str, int]], level: int = 0, lead_in: str = "",
-              headers: tuple[str, ...] = (), text_map: tuple[str, OffsetMap] | None = None) -> Block | None:
+    def _emit(
+        self,
+        kind: str,
+        pieces: list[tuple[str, int]],
+        level: int = 0,
+        lead_in: str = "",
+        headers: tuple[str, ...] = (),
+        text_map: tuple[str, OffsetMap] | None = None,
+    ) -> Block | None:
         if text_map is None:
             out = _Text()
             for idx, (s, off) in enumerate(pieces):
@@ -757,8 +764,9 @@ class _MarkdownParser:
         if not text:
             return None
         start, end = omap.span(0, len(text))
-        block = Block(kind=kind, start=start, end=end, text=text, offsets=omap, section=self._section(),
-                      level=level, lead_in=lead_in, headers=headers)
+        block = Block(
+            kind=kind, start=start, end=end, text=text, offsets=omap, section=self._section(), level=level, lead_in=lead_in, headers=headers
+        )
         self.blocks.append(block)
         self.last_block_kind = kind
         return block
@@ -900,8 +908,7 @@ class _MarkdownParser:
             line = text[s:e]
             stripped = line.strip()
             if not stripped:
-                if (self.para and self.para_kind == "paragraph" and len(self.para) == 1
-                        and _looks_like_title(self.para[0][0])):
+                if self.para and self.para_kind == "paragraph" and len(self.para) == 1 and _looks_like_title(self.para[0][0]):
                     content, off = self.para[0]
                     self.para = []
                     self._heading(1 if self.first_heading is None else 2, [(content, off)])
@@ -1007,7 +1014,7 @@ class _MarkdownParser:
                 if line.lstrip().startswith("<!--") and "-->" not in line:
                     self._flush()
                     i += 1
-                    while i < nlines and "-->" not in text[lines[i][0]:lines[i][1]]:
+                    while i < nlines and "-->" not in text[lines[i][0] : lines[i][1]]:
                         i += 1
                     i += 1
                     continue
@@ -1036,7 +1043,7 @@ class _MarkdownParser:
             if fm:
                 self._flush()
                 fence = fm.group(1)
-                if fence[0] == "`" and "`" in line[fm.end():]:
+                if fence[0] == "`" and "`" in line[fm.end() :]:
                     pass  # not a fence: an inline code span at line start
                 else:
                     i += 1
@@ -1054,7 +1061,7 @@ class _MarkdownParser:
             if rm:
                 self._flush()
                 closer = f"</{rm.group(1).lower()}"
-                while i < nlines and closer not in text[lines[i][0]:lines[i][1]].lower():
+                while i < nlines and closer not in text[lines[i][0] : lines[i][1]].lower():
                     i += 1
                 i += 1
                 continue
@@ -1062,7 +1069,7 @@ class _MarkdownParser:
             if fd:  # "[^1]: text": the text is prose, the marker is not
                 self._flush()
                 base += fd.end()
-                line = line[fd.end():]
+                line = line[fd.end() :]
             if not self.para and _LINK_DEF.match(line):
                 i += 1  # "[id]: https://..." link reference definitions are not prose
                 continue
@@ -1077,7 +1084,7 @@ class _MarkdownParser:
                 continue
             hm = _ATX.match(line)
             if hm:
-                content = line[hm.end():]
+                content = line[hm.end() :]
                 cm = _ATX_CLOSE.search(content)
                 if cm:
                     content = content[: cm.start()]
@@ -1111,7 +1118,11 @@ class _MarkdownParser:
                     i = self._table(lines, i)
                     continue
             lm = _LIST.match(line)
-            if lm and (lm.end() < len(line)) and not (self.para and self.para_kind != "list_item" and lm.group(2)[0].isdigit() and not lm.group(2).startswith("1")):
+            if (
+                lm
+                and (lm.end() < len(line))
+                and not (self.para and self.para_kind != "list_item" and lm.group(2)[0].isdigit() and not lm.group(2).startswith("1"))
+            ):
                 self._list_item(lm, line, base)
                 i += 1
                 continue
@@ -1145,11 +1156,63 @@ def _runs(m: OffsetMap, n: int):
 # ---------------------------------------------------------------------------------------------
 # HTML
 
-_HTML_SKIP = {"script", "style", "noscript", "template", "svg", "math", "head", "iframe", "object", "canvas", "pre", "nav", "button", "select"}
+_HTML_SKIP = {
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "svg",
+    "math",
+    "head",
+    "iframe",
+    "object",
+    "canvas",
+    "pre",
+    "nav",
+    "button",
+    "select",
+}
 _HTML_BLOCK = {
-    "p", "div", "section", "article", "main", "aside", "header", "footer", "nav", "li", "ul", "ol", "dl", "dt", "dd",
-    "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "table", "thead", "tbody", "tfoot", "tr", "td", "th",
-    "caption", "figure", "figcaption", "form", "fieldset", "address", "details", "summary", "hr", "body", "html",
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "aside",
+    "header",
+    "footer",
+    "nav",
+    "li",
+    "ul",
+    "ol",
+    "dl",
+    "dt",
+    "dd",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "blockquote",
+    "table",
+    "thead",
+    "tbody",
+    "tfoot",
+    "tr",
+    "td",
+    "th",
+    "caption",
+    "figure",
+    "figcaption",
+    "form",
+    "fieldset",
+    "address",
+    "details",
+    "summary",
+    "hr",
+    "body",
+    "html",
 }
 _HTML_VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "param", "source", "track", "wbr"}
 
@@ -1236,8 +1299,9 @@ class _HTMLBlocks:
                 lead = self.last_dt  # a definition is read in the context of its term
         start, end = omap.span(0, len(text))
         level = self.level if kind == "heading" else max(self.list_depth - 1, 0)
-        self.blocks.append(Block(kind=kind, start=start, end=end, text=text, offsets=omap,
-                                 section=self._section(), level=level, lead_in=lead))
+        self.blocks.append(
+            Block(kind=kind, start=start, end=end, text=text, offsets=omap, section=self._section(), level=level, lead_in=lead)
+        )
         if kind == "heading":
             while self.section and self.section[-1][0] >= self.level:
                 self.section.pop()
@@ -1365,8 +1429,9 @@ class _HTMLBlocks:
         if not text.strip(" |-"):
             return
         start, end = omap.span(0, len(text))
-        self.blocks.append(Block(kind="table_row", start=start, end=end, text=text, offsets=omap,
-                                 section=self._section(), headers=self.headers))
+        self.blocks.append(
+            Block(kind="table_row", start=start, end=end, text=text, offsets=omap, section=self._section(), headers=self.headers)
+        )
 
     def _data(self, data: str, off: int, synthetic: bool = False):
         if self.in_title:
@@ -1433,7 +1498,7 @@ def _html_data(p: _HTMLBlocks, text: str, a: int, b: int) -> None:
     for m in _ENTITY_ANY.finditer(text, a, b):
         if m.start() > pos:
             p.at = pos
-            p.handle_data(text[pos:m.start()])
+            p.handle_data(text[pos : m.start()])
         decoded = html.unescape(m.group(0))
         p.at = m.start()
         if decoded == m.group(0):

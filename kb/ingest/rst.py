@@ -73,7 +73,7 @@ class _Locator:
                     continue  # generated text (a substitution, a role's target): not in the source
             if out_text:
                 out_text.append(" ")
-                offsets.append(offsets[-1] + 1 if self.text[offsets[-1] + 1: offsets[-1] + 2].isspace() else offsets[-1])
+                offsets.append(offsets[-1] + 1 if self.text[offsets[-1] + 1 : offsets[-1] + 2].isspace() else offsets[-1])
             for piece, q in pieces:
                 out_text.append(piece)
                 offsets.extend(range(q, q + len(piece)))

@@ -65,8 +65,9 @@ def to_arrow(table: str, rows: Iterable) -> pa.Table:
     Keys that the schema does not have are dropped; missing ones become null.
     """
     schema = SCHEMAS[table]
-    dicts = [dataclasses.asdict(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else dict(cast(Mapping[str, Any], r))
-             for r in rows]  # records or dicts
+    dicts = [
+        dataclasses.asdict(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else dict(cast(Mapping[str, Any], r)) for r in rows
+    ]  # records or dicts
     columns = {}
     for name in schema.names:
         values = []
@@ -94,9 +95,7 @@ class Store:
         except BlockingIOError:
             holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            raise StoreLocked(
-                f"another kbaudit run is writing to {self.root} (pid {holder}); wait for it to finish"
-            ) from None
+            raise StoreLocked(f"another kbaudit run is writing to {self.root} (pid {holder}); wait for it to finish") from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._lock_fd = fd

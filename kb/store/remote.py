@@ -194,9 +194,7 @@ class RemoteStore:
         try:
             remote = self.listing()
             local = self._local_files()
-            todo = sorted(
-                (PUSH_ORDER.index(_kind(rel)), rel) for rel, size in local.items() if remote.get(rel) != size
-            )
+            todo = sorted((PUSH_ORDER.index(_kind(rel)), rel) for rel, size in local.items() if remote.get(rel) != size)
             atomic = scheme_of(self.url) in ATOMIC_PUT
             for _, rel in todo:
                 target = self._remote(rel)
@@ -232,11 +230,20 @@ class RemoteStore:
                     f"remove {self.url}/{LEASE}, or wait until the lease is {self.lease_hours:g} h old"
                 )
             if holder is not None:
-                logger.warning("taking over a stale lease on %s (host %s, pid %s, since %s)",
-                               self.url, holder.get("host"), holder.get("pid"), holder.get("since"))
+                logger.warning(
+                    "taking over a stale lease on %s (host %s, pid %s, since %s)",
+                    self.url,
+                    holder.get("host"),
+                    holder.get("pid"),
+                    holder.get("since"),
+                )
             token = secrets.token_hex(8)
-            lease = {"host": socket.gethostname(), "pid": os.getpid(), "token": token,
-                     "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+            lease = {
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "token": token,
+                "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            }
             self.fs.pipe_file(path, json.dumps(lease).encode("utf-8"))
             mine = self._read_lease()
         except StoreError:
@@ -255,8 +262,9 @@ class RemoteStore:
             if holder is not None and holder.get("token") == self._token:
                 self.fs.rm_file(self._remote(LEASE))
         except Exception as exc:  # noqa: BLE001 - the lease expires on its own
-            logger.warning("could not remove the writer lease %s/%s (%s); it expires after %g h",
-                           self.url, LEASE, _why(exc), self.lease_hours)
+            logger.warning(
+                "could not remove the writer lease %s/%s (%s); it expires after %g h", self.url, LEASE, _why(exc), self.lease_hours
+            )
         self._token = None
 
     def _read_lease(self) -> dict | None:

@@ -17,8 +17,7 @@ CURRENT_STATE = ("claims", "documents")
 # Columns added to a table after stores were first written: a store whose files all predate
 # them still gets them (NULL), so views that name them work before its next run.
 ADDED_COLUMNS: dict[str, dict[str, str]] = {
-    "documents": {"owner_source": "VARCHAR", "review_interval_days": "BIGINT", "verified_until": "DATE",
-                  "review_due": "DATE"},
+    "documents": {"owner_source": "VARCHAR", "review_interval_days": "BIGINT", "verified_until": "DATE", "review_due": "DATE"},
 }
 LATEST_FULL_RUN = "(SELECT max(run_id) FROM full_runs)"
 
@@ -38,8 +37,7 @@ def view_sql(glob_for: Callable[[str], str], runs_have_scope: bool = True) -> li
     existed (every one of them is a full run)."""
     statements = [
         f"CREATE OR REPLACE VIEW runs AS SELECT * FROM {_read(glob_for('runs'))}",
-        "CREATE OR REPLACE VIEW full_runs AS SELECT * FROM runs"
-        + (" WHERE coalesce(scope, 'full') = 'full'" if runs_have_scope else ""),
+        "CREATE OR REPLACE VIEW full_runs AS SELECT * FROM runs" + (" WHERE coalesce(scope, 'full') = 'full'" if runs_have_scope else ""),
     ]
     latest = LATEST_FULL_RUN
     for table in APPEND_ONLY:
@@ -51,9 +49,7 @@ def view_sql(glob_for: Callable[[str], str], runs_have_scope: bool = True) -> li
         complete = f"SELECT * FROM {source} WHERE run_id IN (SELECT run_id FROM runs)"
         if table in CURRENT_STATE:
             statements.append(f"CREATE OR REPLACE VIEW {table}_history AS {complete}")
-            statements.append(
-                f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM {table}_history WHERE run_id = {latest}"
-            )
+            statements.append(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM {table}_history WHERE run_id = {latest}")
         else:
             statements.append(f"CREATE OR REPLACE VIEW {table} AS {complete}")
     statements += [

@@ -29,8 +29,7 @@ query and its output on the demo store, in docs/reports.md.
 from __future__ import annotations
 
 LABEL_COUNTS = ",\n".join(
-    f"count(v.claim_id) FILTER (WHERE v.label = '{label}') AS {label}"
-    for label in ("supported", "contradicted", "stale", "uncertain")
+    f"count(v.claim_id) FILTER (WHERE v.label = '{label}') AS {label}" for label in ("supported", "contradicted", "stale", "uncertain")
 )
 
 _AS_OF = """

@@ -36,59 +36,156 @@ _IDENT = re.compile(r"`([^`\s]{2,40})`|\b([a-z]+(?:_[a-z0-9]+)+|[a-z]+(?:[A-Z][a
 _CAP = re.compile(r"(?<!^)(?<![.!?] )\b([A-Z][a-z]+(?: [A-Z][a-z]+)*)\b")
 
 UNITS = [
-    ("KB", "MB"), ("MB", "GB"), ("GB", "TB"), ("milliseconds", "seconds"), ("seconds", "minutes"),
-    ("minutes", "hours"), ("hours", "days"), ("days", "weeks"), ("weeks", "months"),
-    ("months", "years"), ("kilometres", "miles"), ("kilometers", "miles"), ("km", "mi"),
-    ("percent", "points"), ("meters", "feet"), ("kg", "lb"), ("million", "billion"),
-    ("thousand", "million"), ("bytes", "bits"), ("requests", "connections"),
+    ("KB", "MB"),
+    ("MB", "GB"),
+    ("GB", "TB"),
+    ("milliseconds", "seconds"),
+    ("seconds", "minutes"),
+    ("minutes", "hours"),
+    ("hours", "days"),
+    ("days", "weeks"),
+    ("weeks", "months"),
+    ("months", "years"),
+    ("kilometres", "miles"),
+    ("kilometers", "miles"),
+    ("km", "mi"),
+    ("percent", "points"),
+    ("meters", "feet"),
+    ("kg", "lb"),
+    ("million", "billion"),
+    ("thousand", "million"),
+    ("bytes", "bits"),
+    ("requests", "connections"),
 ]
 COMPARATORS = [
-    ("more than", "less than"), ("at least", "at most"), ("over", "under"),
-    ("above", "below"), ("greater than", "smaller than"), ("higher than", "lower than"),
-    ("before", "after"), ("earlier than", "later than"), ("larger than", "smaller than"),
-    ("exceeds", "falls short of"), ("maximum", "minimum"), ("up to", "at least"),
+    ("more than", "less than"),
+    ("at least", "at most"),
+    ("over", "under"),
+    ("above", "below"),
+    ("greater than", "smaller than"),
+    ("higher than", "lower than"),
+    ("before", "after"),
+    ("earlier than", "later than"),
+    ("larger than", "smaller than"),
+    ("exceeds", "falls short of"),
+    ("maximum", "minimum"),
+    ("up to", "at least"),
 ]
 ANTONYMS = [
-    ("enabled", "disabled"), ("enable", "disable"), ("true", "false"), ("allowed", "forbidden"),
-    ("required", "optional"), ("mandatory", "optional"), ("supported", "unsupported"),
-    ("increase", "decrease"), ("increased", "decreased"), ("increases", "decreases"),
-    ("first", "last"), ("won", "lost"), ("win", "lose"), ("public", "private"),
-    ("synchronous", "asynchronous"), ("sync", "async"), ("start", "end"), ("started", "ended"),
-    ("open", "closed"), ("inclusive", "exclusive"), ("always", "never"), ("all", "none"),
-    ("accepts", "rejects"), ("accepted", "rejected"), ("include", "exclude"),
-    ("includes", "excludes"), ("included", "excluded"), ("male", "female"), ("born", "died"),
-    ("north", "south"), ("east", "west"), ("largest", "smallest"), ("highest", "lowest"),
-    ("oldest", "youngest"), ("older", "newer"), ("before", "after"), ("success", "failure"),
-    ("deprecated", "recommended"), ("secure", "insecure"), ("local", "remote"),
-    ("upper", "lower"), ("ascending", "descending"), ("read-only", "writable"),
-    ("lowercase", "uppercase"), ("client", "server"), ("input", "output"),
+    ("enabled", "disabled"),
+    ("enable", "disable"),
+    ("true", "false"),
+    ("allowed", "forbidden"),
+    ("required", "optional"),
+    ("mandatory", "optional"),
+    ("supported", "unsupported"),
+    ("increase", "decrease"),
+    ("increased", "decreased"),
+    ("increases", "decreases"),
+    ("first", "last"),
+    ("won", "lost"),
+    ("win", "lose"),
+    ("public", "private"),
+    ("synchronous", "asynchronous"),
+    ("sync", "async"),
+    ("start", "end"),
+    ("started", "ended"),
+    ("open", "closed"),
+    ("inclusive", "exclusive"),
+    ("always", "never"),
+    ("all", "none"),
+    ("accepts", "rejects"),
+    ("accepted", "rejected"),
+    ("include", "exclude"),
+    ("includes", "excludes"),
+    ("included", "excluded"),
+    ("male", "female"),
+    ("born", "died"),
+    ("north", "south"),
+    ("east", "west"),
+    ("largest", "smallest"),
+    ("highest", "lowest"),
+    ("oldest", "youngest"),
+    ("older", "newer"),
+    ("before", "after"),
+    ("success", "failure"),
+    ("deprecated", "recommended"),
+    ("secure", "insecure"),
+    ("local", "remote"),
+    ("upper", "lower"),
+    ("ascending", "descending"),
+    ("read-only", "writable"),
+    ("lowercase", "uppercase"),
+    ("client", "server"),
+    ("input", "output"),
 ]
 NEGATABLE = [
-    (r"\bis\b", "is not"), (r"\bare\b", "are not"), (r"\bwas\b", "was not"),
-    (r"\bwere\b", "were not"), (r"\bcan\b", "cannot"), (r"\bwill\b", "will not"),
-    (r"\bshould\b", "should not"), (r"\bmust\b", "must not"), (r"\bhas been\b", "has not been"),
-    (r"\bhas\b", "does not have"), (r"\bhave\b", "do not have"), (r"\bsupports\b", "does not support"),
-    (r"\brequires\b", "does not require"), (r"\ballows\b", "does not allow"),
-    (r"\buses\b", "does not use"), (r"\bincludes\b", "does not include"),
+    (r"\bis\b", "is not"),
+    (r"\bare\b", "are not"),
+    (r"\bwas\b", "was not"),
+    (r"\bwere\b", "were not"),
+    (r"\bcan\b", "cannot"),
+    (r"\bwill\b", "will not"),
+    (r"\bshould\b", "should not"),
+    (r"\bmust\b", "must not"),
+    (r"\bhas been\b", "has not been"),
+    (r"\bhas\b", "does not have"),
+    (r"\bhave\b", "do not have"),
+    (r"\bsupports\b", "does not support"),
+    (r"\brequires\b", "does not require"),
+    (r"\ballows\b", "does not allow"),
+    (r"\buses\b", "does not use"),
+    (r"\bincludes\b", "does not include"),
 ]
 UNNEGATE = [
-    (r"\bis not\b", "is"), (r"\bare not\b", "are"), (r"\bwas not\b", "was"),
-    (r"\bwere not\b", "were"), (r"\bcannot\b", "can"), (r"\bcan't\b", "can"),
-    (r"\bwill not\b", "will"), (r"\bwon't\b", "will"), (r"\bdoes not\b", "does"),
-    (r"\bdoesn't\b", "does"), (r"\bdo not\b", "do"), (r"\bdon't\b", "do"), (r"\bnever\b", "always"),
-    (r"\bisn't\b", "is"), (r"\baren't\b", "are"), (r"\bnot\b", ""), (r"\bno longer\b", "still"),
+    (r"\bis not\b", "is"),
+    (r"\bare not\b", "are"),
+    (r"\bwas not\b", "was"),
+    (r"\bwere not\b", "were"),
+    (r"\bcannot\b", "can"),
+    (r"\bcan't\b", "can"),
+    (r"\bwill not\b", "will"),
+    (r"\bwon't\b", "will"),
+    (r"\bdoes not\b", "does"),
+    (r"\bdoesn't\b", "does"),
+    (r"\bdo not\b", "do"),
+    (r"\bdon't\b", "do"),
+    (r"\bnever\b", "always"),
+    (r"\bisn't\b", "is"),
+    (r"\baren't\b", "are"),
+    (r"\bnot\b", ""),
+    (r"\bno longer\b", "still"),
 ]
 PARAPHRASES = [
-    (r"\bin order to\b", "to"), (r"\bis able to\b", "can"), (r"\bare able to\b", "can"),
-    (r"\bapproximately\b", "about"), (r"\bapproximately\b", "around"), (r"\bbegan\b", "started"),
-    (r"\bstarted\b", "began"), (r"\bpurchased\b", "bought"), (r"\bfilm\b", "movie"),
-    (r"\bmovie\b", "film"), (r"\butilizes\b", "uses"), (r"\buses\b", "makes use of"),
-    (r"\bdefault\b", "default value"), (r"\bby default\b", "unless configured otherwise"),
-    (r"\bhowever\b", "but"), (r"\bmoreover\b", "also"), (r"\bdirectory\b", "folder"),
-    (r"\bfolder\b", "directory"), (r"\bsettings\b", "options"), (r"\boptions\b", "settings"),
-    (r"\bcreated\b", "made"), (r"\bcommences\b", "starts"), (r"\bassists\b", "helps"),
-    (r"\bobtain\b", "get"), (r"\bprovides\b", "offers"), (r"\bOne can\b", "You can"),
-    (r"\bwhich is\b", "that is"), (r"\bdied\b", "passed away"), (r"\bUnited States\b", "US"),
+    (r"\bin order to\b", "to"),
+    (r"\bis able to\b", "can"),
+    (r"\bare able to\b", "can"),
+    (r"\bapproximately\b", "about"),
+    (r"\bapproximately\b", "around"),
+    (r"\bbegan\b", "started"),
+    (r"\bstarted\b", "began"),
+    (r"\bpurchased\b", "bought"),
+    (r"\bfilm\b", "movie"),
+    (r"\bmovie\b", "film"),
+    (r"\butilizes\b", "uses"),
+    (r"\buses\b", "makes use of"),
+    (r"\bdefault\b", "default value"),
+    (r"\bby default\b", "unless configured otherwise"),
+    (r"\bhowever\b", "but"),
+    (r"\bmoreover\b", "also"),
+    (r"\bdirectory\b", "folder"),
+    (r"\bfolder\b", "directory"),
+    (r"\bsettings\b", "options"),
+    (r"\boptions\b", "settings"),
+    (r"\bcreated\b", "made"),
+    (r"\bcommences\b", "starts"),
+    (r"\bassists\b", "helps"),
+    (r"\bobtain\b", "get"),
+    (r"\bprovides\b", "offers"),
+    (r"\bOne can\b", "You can"),
+    (r"\bwhich is\b", "that is"),
+    (r"\bdied\b", "passed away"),
+    (r"\bUnited States\b", "US"),
 ]
 _CLAUSE_CUT = re.compile(r",\s+(?:which|who|where|while|and|but|although|as|with|including|since)\b|\s+\(|;\s+|\s+-\s+")
 
@@ -122,8 +219,13 @@ def sentences_from_text(text: str, min_words: int = 6, max_words: int = 45) -> l
         if in_code or raw.startswith("    ") or raw.startswith("\t"):
             flush()
             continue
-        if (not line or line.startswith(("#", "|", "<", "..", ">>>", "$ ", "=", "-" * 3, "*" * 3))
-                or re.match(r"^[A-Z][\w-]*: ", line) and len(line.split()) < 8 or line.endswith("::")):
+        if (
+            not line
+            or line.startswith(("#", "|", "<", "..", ">>>", "$ ", "=", "-" * 3, "*" * 3))
+            or re.match(r"^[A-Z][\w-]*: ", line)
+            and len(line.split()) < 8
+            or line.endswith("::")
+        ):
             flush()
             continue
         line = re.sub(r"^([-*+]|\d+\.)\s+", "", line)
@@ -159,7 +261,7 @@ def _sub_once(pattern: str, repl: str, s: str, rng: random.Random, flags: int = 
     if not matches:
         return None
     m = rng.choice(matches)
-    out = s[: m.start()] + repl + s[m.end():]
+    out = s[: m.start()] + repl + s[m.end() :]
     return re.sub(r"\s{2,}", " ", out).strip()
 
 
@@ -175,7 +277,7 @@ def _swap_pairs(s: str, pairs: Sequence[tuple[str, str]], rng: random.Random) ->
     found = m.group(0)
     if found[:1].isupper():
         y = y[:1].upper() + y[1:]
-    return s[: m.start()] + y + s[m.end():]
+    return s[: m.start()] + y + s[m.end() :]
 
 
 def _format_like(orig: str, value: float) -> str:
@@ -216,7 +318,7 @@ def swap_number(s: str, rng: random.Random) -> str | None:
     if not nums:
         return None
     m = rng.choice(nums)
-    return s[: m.start(1)] + _other_number(m.group(1), rng) + s[m.end(1):]
+    return s[: m.start(1)] + _other_number(m.group(1), rng) + s[m.end(1) :]
 
 
 def swap_year(s: str, rng: random.Random) -> str | None:
@@ -225,7 +327,7 @@ def swap_year(s: str, rng: random.Random) -> str | None:
         return None
     m = rng.choice(years)
     y = int(m.group(1)) + rng.choice([-10, -5, -3, -2, -1, 1, 2, 3, 5, 10])
-    return s[: m.start(1)] + str(y) + s[m.end(1):]
+    return s[: m.start(1)] + str(y) + s[m.end(1) :]
 
 
 def bump_version(s: str, rng: random.Random) -> str | None:
@@ -240,7 +342,7 @@ def bump_version(s: str, rng: random.Random) -> str | None:
     for j in range(i + 1, len(parts)):
         parts[j] = "0"
     prefix = m.group(0)[0] if m.group(0)[0] in "vV" else ""
-    return s[: m.start()] + prefix + ".".join(parts) + s[m.end():]
+    return s[: m.start()] + prefix + ".".join(parts) + s[m.end() :]
 
 
 def swap_unit(s: str, rng: random.Random) -> str | None:
@@ -276,7 +378,7 @@ def swap_entity(s: str, rng: random.Random, pool: Sequence[str]) -> str | None:
     for _ in range(5):
         new = rng.choice(pool)
         if new.lower() != m.group(1).lower() and new not in s:
-            return s[: m.start(1)] + new + s[m.end(1):]
+            return s[: m.start(1)] + new + s[m.end(1) :]
     return None
 
 
@@ -291,11 +393,14 @@ def swap_flag(s: str, rng: random.Random, pool: Sequence[str]) -> str | None:
         new = rng.choice(cands)
     else:
         body = old.lstrip("-")
-        new = old[: len(old) - len(body)] + rng.choice(["no-", "disable-", "enable-", "skip-", ""]) + (
-            body if rng.random() < 0.5 else body[::-1][:3] + body)
+        new = (
+            old[: len(old) - len(body)]
+            + rng.choice(["no-", "disable-", "enable-", "skip-", ""])
+            + (body if rng.random() < 0.5 else body[::-1][:3] + body)
+        )
     if new == old:
         return None
-    return s[: m.start(1)] + new + s[m.end(1):]
+    return s[: m.start(1)] + new + s[m.end(1) :]
 
 
 def swap_identifier(s: str, rng: random.Random, pool: Sequence[str]) -> str | None:
@@ -308,7 +413,7 @@ def swap_identifier(s: str, rng: random.Random, pool: Sequence[str]) -> str | No
     for _ in range(5):
         new = rng.choice(pool)
         if new != old and new not in s:
-            return s[: m.start(g)] + new + s[m.end(g):]
+            return s[: m.start(g)] + new + s[m.end(g) :]
     return None
 
 
@@ -356,8 +461,11 @@ def sub_clause(s: str, rng: random.Random) -> str | None:
 def comparator_bound(s: str, rng: random.Random) -> tuple[str, str] | None:
     """From "more than 23 million": a claim "more than 20 million" (supports), "more than 30
     million" (nei) or "less than 20 million" (refutes). Returns (claim, label)."""
-    m = re.search(r"\b(more than|over|at least|above|less than|under|at most|below|fewer than) "
-                  r"(\d+(?:\.\d+)?)\b", s)
+    m = re.search(
+        r"\b(more than|over|at least|above|less than|under|at most|below|fewer than) "
+        r"(\d+(?:\.\d+)?)\b",
+        s,
+    )
     if not m:
         return None
     comp, num = m.group(1), m.group(2)
@@ -371,15 +479,15 @@ def comparator_bound(s: str, rng: random.Random) -> tuple[str, str] | None:
     r = rng.random()
     if lower:
         if r < 0.34:
-            return s[: m.start(2)] + lo + s[m.end(2):], SUPPORTS
+            return s[: m.start(2)] + lo + s[m.end(2) :], SUPPORTS
         if r < 0.67:
-            return s[: m.start(2)] + hi + s[m.end(2):], NEI
-        return s[: m.start(1)] + "less than " + lo + s[m.end(2):], REFUTES
+            return s[: m.start(2)] + hi + s[m.end(2) :], NEI
+        return s[: m.start(1)] + "less than " + lo + s[m.end(2) :], REFUTES
     if r < 0.34:
-        return s[: m.start(2)] + hi + s[m.end(2):], SUPPORTS
+        return s[: m.start(2)] + hi + s[m.end(2) :], SUPPORTS
     if r < 0.67:
-        return s[: m.start(2)] + lo + s[m.end(2):], NEI
-    return s[: m.start(1)] + "more than " + hi + s[m.end(2):], REFUTES
+        return s[: m.start(2)] + lo + s[m.end(2) :], NEI
+    return s[: m.start(1)] + "more than " + hi + s[m.end(2) :], REFUTES
 
 
 def missing_clause(s: str, rng: random.Random) -> tuple[str, str] | None:
@@ -388,15 +496,20 @@ def missing_clause(s: str, rng: random.Random) -> tuple[str, str] | None:
     short = drop_trailing_clause(s, rng)
     if not short:
         return None
-    dropped = s[len(short) - 1:]
+    dropped = s[len(short) - 1 :]
     if not re.search(r"\d|[A-Z][a-z]|--|`", dropped):
         return None
     return s, short
 
 
 REFUTE_FUNCS = {
-    "number": swap_number, "year": swap_year, "version": bump_version, "unit": swap_unit,
-    "comparator": flip_comparator, "antonym": swap_antonym, "negation": negate,
+    "number": swap_number,
+    "year": swap_year,
+    "version": bump_version,
+    "unit": swap_unit,
+    "comparator": flip_comparator,
+    "antonym": swap_antonym,
+    "negation": negate,
 }
 POOL_FUNCS = {"entity": swap_entity, "flag": swap_flag, "identifier": swap_identifier}
 SUPPORT_FUNCS = {"paraphrase": paraphrase, "drop_clause": drop_trailing_clause, "sub_clause": sub_clause}

@@ -43,8 +43,15 @@ from kb.verify.model import (
 )
 
 LABEL_MAP = {
-    "SUPPORTS": 0, "SUPPORT": 0, "REFUTES": 1, "CONTRADICT": 1, "NOT ENOUGH INFO": 2, "NEI": 2,
-    "supports": 0, "refutes": 1, "nei": 2,
+    "SUPPORTS": 0,
+    "SUPPORT": 0,
+    "REFUTES": 1,
+    "CONTRADICT": 1,
+    "NOT ENOUGH INFO": 2,
+    "NEI": 2,
+    "supports": 0,
+    "refutes": 1,
+    "nei": 2,
 }
 
 
@@ -113,7 +120,7 @@ def package_doc_passages(max_packages: int = 400) -> list[list[str]]:
         body = text.split("\n\n", 1)[1] if "\n\n" in text else ""
         sents = synth.sentences_from_text(body)
         for i in range(0, len(sents), 6):
-            passages.append(sents[i: i + 6])
+            passages.append(sents[i : i + 6])
     return passages
 
 
@@ -153,8 +160,7 @@ def synth_passages(vitc_train, fever_train) -> list[list[str]]:
 
 
 def encode(tok, pairs, max_length: int):
-    enc = tok([p[0] for p in pairs], [p[1] for p in pairs], truncation="longest_first",
-              max_length=max_length)
+    enc = tok([p[0] for p in pairs], [p[1] for p in pairs], truncation="longest_first", max_length=max_length)
     return enc["input_ids"], enc["token_type_ids"]
 
 
@@ -164,8 +170,8 @@ def make_batches(n_items_lens: list[int], batch_size: int, rng: random.Random) -
     mega = batch_size * 50
     batches = []
     for s in range(0, len(idx), mega):
-        chunk = sorted(idx[s: s + mega], key=lambda i: n_items_lens[i])
-        batches += [chunk[k: k + batch_size] for k in range(0, len(chunk), batch_size)]
+        chunk = sorted(idx[s : s + mega], key=lambda i: n_items_lens[i])
+        batches += [chunk[k : k + batch_size] for k in range(0, len(chunk), batch_size)]
     rng.shuffle(batches)
     return batches
 
@@ -184,15 +190,14 @@ def collate(torch, ids, tts, labels, batch):
     return x, t, m, y
 
 
-def predict_logits(torch, model, tok, pairs, max_length: int, batch_size: int = 64,
-                   bf16: bool = False) -> np.ndarray:
+def predict_logits(torch, model, tok, pairs, max_length: int, batch_size: int = 64, bf16: bool = False) -> np.ndarray:
     model.eval()
     ids, tts = encode(tok, pairs, max_length)
     order = sorted(range(len(pairs)), key=lambda i: len(ids[i]))
     out = np.zeros((len(pairs), 3), dtype=np.float32)
     with torch.inference_mode():
         for s in range(0, len(order), batch_size):
-            b = order[s: s + batch_size]
+            b = order[s : s + batch_size]
             x, t, m, _ = collate(torch, ids, tts, [0] * len(pairs), b)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
                 out[b] = model(input_ids=x, token_type_ids=t, attention_mask=m).logits.float().numpy()
@@ -240,8 +245,7 @@ def macro_f1(pred: np.ndarray, y: np.ndarray, k: int = 3) -> float:
     return float(np.mean(f1s))
 
 
-def evaluate(torch, model, tok, val: dict, max_length: int, T: float = 1.0, bf16: bool = False,
-             logits: dict | None = None) -> dict:
+def evaluate(torch, model, tok, val: dict, max_length: int, T: float = 1.0, bf16: bool = False, logits: dict | None = None) -> dict:
     out = {}
     for name, pairs in val.items():
         if not pairs:
@@ -312,8 +316,10 @@ def run(args: Params) -> dict[str, float]:
         sci_tr, sci_val = load_scifact(sci_claims, data / "scifact" / "corpus.jsonl", args.seed)
         files.append(("scifact_train", sci_claims))
     real = vit_tr + fev_tr + sci_tr
-    log(f"real train pairs: vitaminc {len(vit_tr)}, fever {len(fev_tr)}, scifact {len(sci_tr)}; "
-        f"val: vitaminc {len(vit_val)}, fever {len(fev_val)}, scifact {len(sci_val)}")
+    log(
+        f"real train pairs: vitaminc {len(vit_tr)}, fever {len(fev_tr)}, scifact {len(sci_tr)}; "
+        f"val: vitaminc {len(vit_val)}, fever {len(fev_val)}, scifact {len(sci_val)}"
+    )
 
     passages = synth_passages(vit_tr, fev_tr) + package_doc_passages()
     n_syn = int(len(real) * args.synth_ratio)
@@ -323,17 +329,20 @@ def run(args: Params) -> dict[str, float]:
     init_from = None
     if args.init_from:
         model, tok, prev = load_shipped(Path(args.init_from))
-        init_from = {"artifact_sha256": splits.file_fingerprint(Path(args.init_from) / "verifier.safetensors"),
-                     "training": prev.get("training", {}), "hyperparameters": prev.get("hyperparameters", {}),
-                     "validation": prev.get("validation", {}), "init_from": prev.get("init_from")}
+        init_from = {
+            "artifact_sha256": splits.file_fingerprint(Path(args.init_from) / "verifier.safetensors"),
+            "training": prev.get("training", {}),
+            "hyperparameters": prev.get("hyperparameters", {}),
+            "validation": prev.get("validation", {}),
+            "init_from": prev.get("init_from"),
+        }
         log(f"continuing from {args.init_from} ({init_from['artifact_sha256'][:12]})")
     model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     decay = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim > 1]
     no_decay = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim <= 1]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=args.lr)
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}], lr=args.lr)
     log(f"trainable parameters: {sum(p.numel() for p in params):,}")
 
     val_all = {
@@ -393,8 +402,10 @@ def run(args: Params) -> dict[str, float]:
                 state["total"] = max(step + 1, min(total, fit))
                 t_mark, seen_mark = now, seen
             if step % 200 == 0:
-                log(f"step {step}/{state['total']} epoch {epoch} loss {np.mean(losses[-200:]):.4f} "
-                    f"lr {sched.get_last_lr()[0]:.2e} {seen / (now - t_train):.1f} pairs/s")
+                log(
+                    f"step {step}/{state['total']} epoch {epoch} loss {np.mean(losses[-200:]):.4f} "
+                    f"lr {sched.get_last_lr()[0]:.2e} {seen / (now - t_train):.1f} pairs/s"
+                )
             if step >= state["total"] or now - t0 > budget - reserve:
                 stop = True
                 break
@@ -407,16 +418,14 @@ def run(args: Params) -> dict[str, float]:
     log(f"trained {step} steps, {seen} pairs in {train_s / 60:.1f} min ({seen / train_s:.1f} pairs/s)")
 
     # calibration: one temperature over the validation parts (NLL), cross-fitted ECE as check
-    val_logits = {name: predict_logits(torch, model, tok, pairs, args.max_length, bf16=bf16)
-                  for name, pairs in val_all.items()}
+    val_logits = {name: predict_logits(torch, model, tok, pairs, args.max_length, bf16=bf16) for name, pairs in val_all.items()}
     L = np.concatenate([val_logits[n] for n in val_all])
     Y = np.concatenate([np.array([p[2] for p in val_all[n]]) for n in val_all])
     T = fit_temperature(L, Y)
     perm = np.random.RandomState(args.seed).permutation(len(Y))
     half = len(Y) // 2
     a, b = perm[:half], perm[half:]
-    ece_cf = 0.5 * (ece(softmax(L[b], fit_temperature(L[a], Y[a])), Y[b])
-                    + ece(softmax(L[a], fit_temperature(L[b], Y[b])), Y[a]))
+    ece_cf = 0.5 * (ece(softmax(L[b], fit_temperature(L[a], Y[a])), Y[b]) + ece(softmax(L[a], fit_temperature(L[b], Y[b])), Y[a]))
     figures = evaluate(torch, model, tok, val_all, args.max_length, T, logits=val_logits)
     figures["ece"] = ece(softmax(L, T), Y)
     figures["ece_crossfit"] = float(ece_cf)
@@ -432,23 +441,41 @@ def run(args: Params) -> dict[str, float]:
         "frozen": ["bert.embeddings.word_embeddings"],
         "dtype": "float16",
         "precision": "bf16-autocast" if bf16 else "fp32",
-        "calibration": {"method": "temperature", "temperature": T,
-                        "fitted_on": {k: len(v) for k, v in val_all.items()}},
+        "calibration": {"method": "temperature", "temperature": T, "fitted_on": {k: len(v) for k, v in val_all.items()}},
         "split": {"rule": splits.SPLIT_RULE, "validation_percent": splits.VALIDATION_PERCENT},
-        "train_files": [{"dataset": d, "file": f"{p.parent.name}/{p.name}",
-                         "sha256": splits.file_fingerprint(p)} for d, p in files],
+        "train_files": [{"dataset": d, "file": f"{p.parent.name}/{p.name}", "sha256": splits.file_fingerprint(p)} for d, p in files],
         "never_trained_on": ["scifact/claims_dev.jsonl"],
         "init_from": init_from,
-        "train_pairs": {"vitaminc": len(vit_tr), "fever": len(fev_tr), "scifact_train": len(sci_tr),
-                        "synthetic_per_epoch": n_syn, "synthetic_source_passages": len(passages)},
-        "hyperparameters": {"batch_size": args.batch_size, "lr": args.lr, "warmup_steps": warmup,
-                            "schedule": "linear warmup + linear decay", "optimizer": "AdamW wd=0.01",
-                            "epochs_max": args.epochs, "synth_ratio": args.synth_ratio, "seed": args.seed,
-                            "minutes": args.minutes, "steps_fixed": args.steps,
-                            "threads": args.threads, "max_length": args.max_length},
-        "training": {"steps": step, "pairs_seen": seen, "epochs_done": round(seen / per_epoch, 3),
-                     "train_minutes": round(train_s / 60, 2), "pairs_per_s": round(seen / train_s, 2),
-                     "final_loss": round(float(np.mean(losses[-200:])), 4), "probe_history": history},
+        "train_pairs": {
+            "vitaminc": len(vit_tr),
+            "fever": len(fev_tr),
+            "scifact_train": len(sci_tr),
+            "synthetic_per_epoch": n_syn,
+            "synthetic_source_passages": len(passages),
+        },
+        "hyperparameters": {
+            "batch_size": args.batch_size,
+            "lr": args.lr,
+            "warmup_steps": warmup,
+            "schedule": "linear warmup + linear decay",
+            "optimizer": "AdamW wd=0.01",
+            "epochs_max": args.epochs,
+            "synth_ratio": args.synth_ratio,
+            "seed": args.seed,
+            "minutes": args.minutes,
+            "steps_fixed": args.steps,
+            "threads": args.threads,
+            "max_length": args.max_length,
+        },
+        "training": {
+            "steps": step,
+            "pairs_seen": seen,
+            "epochs_done": round(seen / per_epoch, 3),
+            "train_minutes": round(train_s / 60, 2),
+            "pairs_per_s": round(seen / train_s, 2),
+            "final_loss": round(float(np.mean(losses[-200:])), 4),
+            "probe_history": history,
+        },
         "validation": {k: round(v, 4) for k, v in figures.items()},
         "validation_sizes": {k: len(v) for k, v in val_all.items()},
     }

@@ -68,7 +68,6 @@ class VerifierSettings:
     batch_size: int = 64
 
 
-
 def _overlap(claim_words: set[str], sentence: str) -> float:
     if not claim_words:
         return 0.0

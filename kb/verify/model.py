@@ -53,8 +53,11 @@ def new_base_classifier(base: Path | None = None):
     hf_logging.set_verbosity_error()  # "newly initialised classifier" is expected here
     try:
         model = BertForSequenceClassification.from_pretrained(
-            str(base), num_labels=3, local_files_only=True,
-            id2label=dict(enumerate(RELATIONS)), label2id={r: i for i, r in enumerate(RELATIONS)},
+            str(base),
+            num_labels=3,
+            local_files_only=True,
+            id2label=dict(enumerate(RELATIONS)),
+            label2id={r: i for i, r in enumerate(RELATIONS)},
         )
     finally:
         hf_logging.set_verbosity(verbosity)
@@ -64,8 +67,7 @@ def new_base_classifier(base: Path | None = None):
 
 def trainable_state(model) -> dict:
     """What the artifact holds: every parameter/buffer except the frozen word embeddings."""
-    return {k: v for k, v in model.state_dict().items()
-            if not k.startswith(FROZEN_PREFIXES) and not k.endswith("position_ids")}
+    return {k: v for k, v in model.state_dict().items() if not k.startswith(FROZEN_PREFIXES) and not k.endswith("position_ids")}
 
 
 def save_artifact(model, out_dir: Path, manifest: dict) -> Path:
@@ -88,16 +90,14 @@ def load_shipped(weights_dir: str | Path | None = None):
     weights_dir = Path(weights_dir) if weights_dir else WEIGHTS_DIR
     art = weights_dir / ARTIFACT
     if not art.exists():
-        raise FileNotFoundError(
-            f"verifier weights not found at {art}; train them with `kbaudit train-verifier`")
+        raise FileNotFoundError(f"verifier weights not found at {art}; train them with `kbaudit train-verifier`")
     manifest = json.loads((weights_dir / MANIFEST).read_text(encoding="utf-8"))
     model, tok = new_base_classifier()
     state = {k: v.float() for k, v in load_file(str(art)).items()}
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [k for k in missing if not k.startswith(FROZEN_PREFIXES) and not k.endswith("position_ids")]
     if missing or unexpected:
-        raise RuntimeError(f"verifier artifact does not match the base model: missing={missing[:5]} "
-                           f"unexpected={unexpected[:5]}")
+        raise RuntimeError(f"verifier artifact does not match the base model: missing={missing[:5]} unexpected={unexpected[:5]}")
     model.eval()
     return model, tok, manifest
 
@@ -131,8 +131,14 @@ class ModelJudge:
 
     tier = "model"
 
-    def __init__(self, path: str | None = None, max_length: int = 128, batch_size: int = 64,
-                 weights_dir: str | Path | None = None, precision: str = "auto"):
+    def __init__(
+        self,
+        path: str | None = None,
+        max_length: int = 128,
+        batch_size: int = 64,
+        weights_dir: str | Path | None = None,
+        precision: str = "auto",
+    ):
         _offline()
         import torch
 
@@ -177,10 +183,15 @@ class ModelJudge:
         order = sorted(range(n), key=lambda i: len(claims[i]) + len(evid[i]))
         with torch.inference_mode():
             for s in range(0, n, self.batch_size):
-                idx = order[s: s + self.batch_size]
-                enc = self.tokenizer([claims[i] for i in idx], [evid[i] for i in idx],
-                                     truncation="longest_first", max_length=self.max_length,
-                                     padding=True, return_tensors="pt")
+                idx = order[s : s + self.batch_size]
+                enc = self.tokenizer(
+                    [claims[i] for i in idx],
+                    [evid[i] for i in idx],
+                    truncation="longest_first",
+                    max_length=self.max_length,
+                    padding=True,
+                    return_tensors="pt",
+                )
                 with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
                     out[idx] = self.model(**enc).logits.float().numpy()
         return out
@@ -214,6 +225,5 @@ class ModelJudge:
         for row in p:
             k = int(row.argmax())
             rel = RELATIONS[k]
-            res.append(Judgement(relation=rel, confidence=float(row[k]), tier="model",
-                                 rationale=f"model: {rel} (p={row[k]:.2f})"))
+            res.append(Judgement(relation=rel, confidence=float(row[k]), tier="model", rationale=f"model: {rel} (p={row[k]:.2f})"))
         return res

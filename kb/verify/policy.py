@@ -54,7 +54,9 @@ _FINITE_VERB = re.compile(
     r"\b(?:is|are|was|were|be|been|has|have|had|does|do|did|can|cannot|could|will|would|shall|should"
     r"|may|might|must|began|became|won|wrote|made|took|gave|went|came|met|led|left|lost|ran|sang|saw"
     r"|told|grew|held|kept|knew|found|built|fought|taught|brought|sold|spent|stood|drew|flew|fell"
-    r"|rose|spoke|broke|chose|drove|got|shot|sat|threw|wore)\b|\b[a-z]{2,}ed\b", re.IGNORECASE)
+    r"|rose|spoke|broke|chose|drove|got|shot|sat|threw|wore)\b|\b[a-z]{2,}ed\b",
+    re.IGNORECASE,
+)
 
 UNDECIDABLE_TYPES = ("speculative", "normative")
 REMOVED_ACTION = "removed in"  # a stale verdict's action that starts so: the fact is gone, not changed
@@ -510,9 +512,11 @@ def document_status(claims: list[Claim], verdicts: list[Verdict]) -> tuple[str, 
 
     if bad and len(bad) * 2 >= n:
         status = "FAILED"
-    elif any(risk(v) == "high" and v.label != "supported" for v in checked) or any(
-        v.label == "contradicted" and not v.evidence_value for v in bad
-    ) or any(v.label == "uncertain" and v.gap_severity == "high" for v in checked):
+    elif (
+        any(risk(v) == "high" and v.label != "supported" for v in checked)
+        or any(v.label == "contradicted" and not v.evidence_value for v in bad)
+        or any(v.label == "uncertain" and v.gap_severity == "high" for v in checked)
+    ):
         status = "HUMAN_REVIEW_REQUIRED"
     elif bad:
         status = "CORRECTED"

@@ -132,6 +132,7 @@ def _contrast(claim: str, older: str, newer: str) -> Contrast | None:
             cands = [c for c in cs.quantities if comparable_kinds(c.kind, qo.kind)]
             if not cands:
                 continue
+
             def distance(c: Quantity, qo=qo, qn=qn) -> float:
                 return min(value_distance(c, qo), value_distance(c, qn))
 

@@ -140,9 +140,7 @@ def _judge(claim_text: str, sentence: str) -> Judgement | None:
         return None
     if c_can == e_can:
         return Judgement("supports", CONFIDENCE["exact"], "rules", "exact match")
-    if len(c_can.split()) >= 4 and re.search(r"(?:^|\s)" + re.escape(c_can) + r"(?:\s|$)", e_can) and not _continues(
-        claim_text, sentence
-    ):
+    if len(c_can.split()) >= 4 and re.search(r"(?:^|\s)" + re.escape(c_can) + r"(?:\s|$)", e_can) and not _continues(claim_text, sentence):
         ext = _extension(claim_text, sentence)
         if ext:
             return Judgement("refutes", CONFIDENCE["extended"], "rules",
@@ -186,6 +184,7 @@ def _bounds_paired(claim_text: str, sentence: str) -> Judgement | None:
     if rel == "refutes":
         return Judgement("refutes", CONFIDENCE["bound"], "rules", f"bound: claim {q.text} vs evidence {x.text}",
                          q.text, x.text)  # fmt: skip
+
     def negations(slots, b):  # "no more than" is a bound, not a denial
         return slots.negations - sum(w in ("no", "not") for w in b.text.lower().split())
 
@@ -359,8 +358,10 @@ RESTRICTIVE = frozenset("only exclusively solely".split())
 # or a passkey"); elsewhere "or" mostly joins another name for the same thing ("a state or
 # country", "the University of Illinois at Chicago or UIC": 3 wrong refutations of 4 on the
 # FEVER-Lite and VitaminC dev files when it was read as an alternative everywhere).
-_REQUIRES = frozenset("""require requires required need needs needed must only exclusively solely accept accepts
-    accepted support supports supported allow allows allowed permit permits permitted can cannot""".split())
+_REQUIRES = frozenset(
+    """require requires required need needs needed must only exclusively solely accept accepts
+    accepted support supports supported allow allows allowed permit permits permitted can cannot""".split()
+)
 # An added condition: the statement no longer holds unconditionally.
 CONDITIONS = ("if", "unless", "provided", "except", "only if", "only when", "as long as")
 # "or" that belongs to a bound or a comparison, not an alternative ("3.9 or later", "or more")
@@ -403,7 +404,7 @@ def _extension(claim_text: str, sentence: str) -> str:
     m = re.search(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", written, flags=re.IGNORECASE)
     if m is None:
         return ""
-    tail = [t for t in word_tokens(written[m.end():]) if re.search(r"\w", t) or t == ","]
+    tail = [t for t in word_tokens(written[m.end() :]) if re.search(r"\w", t) or t == ","]
     if not tail or not _extension_kind(tail[:4], word_tokens(claim_text)):
         return ""
     return " ".join(tail[:6]).replace(" ,", ",")
@@ -504,7 +505,9 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
             if setting_key:
                 for k in range(n_before, len(conflicts)):
                     x = conflicts[k]
-                    conflicts[k] = _Conflict("setting", f"{setting_key}={x.claim_value or chr(34) * 2}", f"{setting_key}={x.evidence_value or chr(34) * 2}")
+                    conflicts[k] = _Conflict(
+                        "setting", f"{setting_key}={x.claim_value or chr(34) * 2}", f"{setting_key}={x.evidence_value or chr(34) * 2}"
+                    )
 
     # quantity pairing by kind and context (also for near copies: catches moved numbers)
     for q in cs.quantities:
@@ -533,7 +536,6 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
             conflicts.append(_Conflict(_qkind(q, best), q.text, best.text))
         elif rel == "nei":
             missing_terms.append(q.text)
-
 
     # negation
     if not conflicts and (cs.negations % 2) != (es.negations % 2) and near_copy and coverage >= 0.8:
@@ -691,8 +693,16 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
         return out
     c_low = {t.lower() for t in cs.tokens}
     e_low = {t.lower() for t in es.tokens}
-    cent = [t for t in ctoks if re.fullmatch(r"[A-Z][\w'.-]*", t) and t.lower() not in OVERLAP_STOPWORDS and t.lower() not in e_low and t is not cs.tokens[0]]
-    eent = [t for t in etoks if re.fullmatch(r"[A-Z][\w'.-]*", t) and t.lower() not in OVERLAP_STOPWORDS and t.lower() not in c_low and t is not es.tokens[0]]
+    cent = [
+        t
+        for t in ctoks
+        if re.fullmatch(r"[A-Z][\w'.-]*", t) and t.lower() not in OVERLAP_STOPWORDS and t.lower() not in e_low and t is not cs.tokens[0]
+    ]
+    eent = [
+        t
+        for t in etoks
+        if re.fullmatch(r"[A-Z][\w'.-]*", t) and t.lower() not in OVERLAP_STOPWORDS and t.lower() not in c_low and t is not es.tokens[0]
+    ]
     if cent and eent:
         out.append(_Conflict("entity", " ".join(cent), " ".join(eent)))
         return out

@@ -166,8 +166,10 @@ _LE = ("at most", "up to", "no more than", "a maximum of", "maximum of", "not mo
        "limited to", "a limit of", "limit of", "a cap of", "cap of")  # fmt: skip
 # "The maximum upload size is 10 GB", "the limit is 50 projects": a bound named before its
 # verb is the same kind of statement as "up to 10 GB" (bound words pair with each other)
-_BOUND_NAMED = re.compile(r"\b(?:(maximum|max|limit|cap|ceiling|upper bound)|(minimum|min|lower bound))\b"
-                          r"(?:\s+[\w-]+){0,2}\s+(?:is|are|was|were|of|at|to|=|:)$")
+_BOUND_NAMED = re.compile(
+    r"\b(?:(maximum|max|limit|cap|ceiling|upper bound)|(minimum|min|lower bound))\b"
+    r"(?:\s+[\w-]+){0,2}\s+(?:is|are|was|were|of|at|to|=|:)$"
+)
 _APPROX = ("about", "approximately", "around", "roughly", "nearly", "almost", "some", "circa",
            "close to", "an estimated", "estimated", "over the", "c.")  # fmt: skip
 _AFTER_GE = ("or more", "or later", "or newer", "or higher", "or above", "or greater", "and up", "and higher",
@@ -395,8 +397,19 @@ def extract_quantities(tokens: list[str]) -> list[Quantity]:
             q = _date(m_iso, tokens, i, i + 1)
         if q is None and low in MONTHS and (low != "may" or (i + 1 < n and re.fullmatch(r"\d{1,4}", tokens[i + 1]))):
             q = _month_date(tokens, i)
-        if q is None and re.fullmatch(r"\d{1,2}", tok) and i + 1 < n and tokens[i + 1].lower() in MONTHS and tokens[i + 1].lower() != "may" or (
-            q is None and re.fullmatch(r"\d{1,2}", tok) and i + 2 < n and tokens[i + 1].lower() == "may" and re.fullmatch(r"\d{4}", tokens[i + 2])
+        if (
+            q is None
+            and re.fullmatch(r"\d{1,2}", tok)
+            and i + 1 < n
+            and tokens[i + 1].lower() in MONTHS
+            and tokens[i + 1].lower() != "may"
+            or (
+                q is None
+                and re.fullmatch(r"\d{1,2}", tok)
+                and i + 2 < n
+                and tokens[i + 1].lower() == "may"
+                and re.fullmatch(r"\d{4}", tokens[i + 2])
+            )
         ):
             q = _day_month_date(tokens, i)
         if q is None and re.search(r"\d", tok):
@@ -564,8 +577,12 @@ def _numeric(tokens: list[str], i: int) -> Quantity | None:
         or dots >= 2
         or (prefix_op and prefix_op in ("^", "~", "~=", ">=", "<=", ">", "<", "==") and dots >= 1)
         or (dots >= 1 and (plus or prev in SOFTWARE_HINTS or prev2 in ("version", "versions")))
-        or (dots >= 1 and i > 0 and re.fullmatch(r"[A-Z][A-Za-z]*[a-z][A-Za-z]*|[A-Z][a-z]*[A-Z]\w*", tokens[i - 1] or "")
-            and not (i + 1 < n and (tokens[i + 1].lower() in _SCALES or tokens[i + 1].lower() in _UNITS)))
+        or (
+            dots >= 1
+            and i > 0
+            and re.fullmatch(r"[A-Z][A-Za-z]*[a-z][A-Za-z]*|[A-Z][a-z]*[A-Z]\w*", tokens[i - 1] or "")
+            and not (i + 1 < n and (tokens[i + 1].lower() in _SCALES or tokens[i + 1].lower() in _UNITS))
+        )
         or (plus and prev in SOFTWARE_HINTS)
     )
     if "," in num and dots == 0:
@@ -706,7 +723,9 @@ def _version(tokens, i, prefix_op, num, xsuffix, plus) -> Quantity:
     # "3.6-3.10" / "3.6 to 3.10" ranges
     if j + 1 < n and tokens[j] in ("-", "to", "through") and re.fullmatch(r"v?\d+(?:\.\d+)+", tokens[j + 1]):
         hi = _version_tuple(tokens[j + 1].lstrip("v"))
-        return Quantity("version", t, hi, False, False, " ".join(tokens[i : j + 2]), i, j + 2, _context(tokens, i, j + 2), point=False, op="range")
+        return Quantity(
+            "version", t, hi, False, False, " ".join(tokens[i : j + 2]), i, j + 2, _context(tokens, i, j + 2), point=False, op="range"
+        )
     before = _lower_phrase(tokens, i, 3)
     after = _after_phrase(tokens, j, 2)
     if _ends_with_any(before, _GE) or _starts_with_any(after, _AFTER_GE):
@@ -748,6 +767,7 @@ def value_distance(a: Quantity, b: Quantity) -> float:
     """How far apart two quantities' values are, relatively (0 = the same): a one-sided bound
     ("less than 81") by its bound, a version by its major number. For choosing which of several
     values a claim's quantity speaks of, not for judging it."""
+
     def value(q: Quantity) -> float:
         v = q.hi if q.lo == -INF else q.lo
         return float(v[0] if isinstance(v, tuple) else v)
@@ -789,9 +809,7 @@ def quantity_relation(claim: Quantity, ev: Quantity) -> str:
         if c is None or e is None:
             return "nei"
         return _interval_relation(c, e)
-    return _interval_relation(
-        (claim.lo, claim.hi, claim.lo_open, claim.hi_open), (ev.lo, ev.hi, ev.lo_open, ev.hi_open)
-    )
+    return _interval_relation((claim.lo, claim.hi, claim.lo_open, claim.hi_open), (ev.lo, ev.hi, ev.lo_open, ev.hi_open))
 
 
 def _interval_relation(c, e) -> str:

@@ -32,10 +32,15 @@ SUPPORT, REFUTE = 0.97, 0.95
 
 def _fact_traits(traits: str) -> dict[str, str]:
     out: dict[str, str] = {}
-    for part in (p.strip() for p in re.split(r", (?=default |maximum |minimum |type |one of |format |in |greater |less |at |required$|optional$|deprecated$)", traits)):
+    for part in (
+        p.strip()
+        for p in re.split(
+            r", (?=default |maximum |minimum |type |one of |format |in |greater |less |at |required$|optional$|deprecated$)", traits
+        )
+    ):
         for key in ("default", "maximum", "minimum", "type", "one of"):
             if part.startswith(key + " "):
-                out[key] = part[len(key) + 1:]
+                out[key] = part[len(key) + 1 :]
         if part in ("required", "optional", "deprecated"):
             out[part] = "yes"
     return out

@@ -79,11 +79,7 @@ def is_tool_claim(sentence: str) -> bool:
 
 def _families(text: str) -> set[str]:
     low = re.sub(r"[_\-./:]", " ", text.lower())  # "web_search", "sql.query" name their kind too
-    return {
-        family
-        for family, words in TOOL_FAMILIES.items()
-        if any(re.search(rf"\b{re.escape(w)}\b", low) for w in words)
-    }
+    return {family for family, words in TOOL_FAMILIES.items() if any(re.search(rf"\b{re.escape(w)}\b", low) for w in words)}
 
 
 def _numbers(text: str) -> set[str]:
@@ -168,9 +164,7 @@ def check_tool_claim(sentence: str, entries: list[ToolEntry]) -> tuple[str, Tool
     """``("supported", entry)``, ``("tool_result_mismatch", entry)`` or ``("missing_tool_receipt", None)``."""
     wanted = _families(sentence)
     numbers = _numbers(sentence)
-    same_kind = [
-        e for e in entries if not wanted or wanted & _families(f"{e.tool} {json.dumps(e.input, default=str)}")
-    ]
+    same_kind = [e for e in entries if not wanted or wanted & _families(f"{e.tool} {json.dumps(e.input, default=str)}")]
     for entry in same_kind:
         if numbers <= _output_numbers(entry.output):
             return "supported", entry
@@ -333,9 +327,7 @@ def build_report(
             for r in receipts
         ],
         "gaps": gaps,
-        "corrections": [
-            {k: e.get(k) for k in ("claim_id", "old_text", "new_text", "status", "reason")} for e in edits
-        ],
+        "corrections": [{k: e.get(k) for k in ("claim_id", "old_text", "new_text", "status", "reason")} for e in edits],
         "corrected_answer": corrected_answer,
     }
 
@@ -404,7 +396,9 @@ class VerifyLoop:
         ``tool_logs``: a path (JSON list or JSON lines) or a list of dicts (see ``load_tool_logs``).
         """
         settings = self._settings()
-        entries = tool_logs if isinstance(tool_logs, list) and all(isinstance(t, ToolEntry) for t in tool_logs) else load_tool_logs(tool_logs)
+        entries = (
+            tool_logs if isinstance(tool_logs, list) and all(isinstance(t, ToolEntry) for t in tool_logs) else load_tool_logs(tool_logs)
+        )
         raw = answer.encode("utf-8")
         doc = parse_document(raw, "answer.md", "answer.md")
         # The answer has no title: a claim's subject must not be rewritten to one.
@@ -451,17 +445,34 @@ class VerifyLoop:
         # Status and score over every decided claim, the tool claims included.
         tool_records = [
             (
-                Claim(claim_id=t["claim_id"], doc_id=doc.doc_id, version_id=doc.version_id, start=t["start"], end=t["end"],
-                      source_text=t["text"], text=t["text"], type="tool_result", risk="high"),
-                Verdict(claim_id=t["claim_id"], tier="tool_log", confidence=1.0, rationale=t["rationale"],
-                        label="supported" if t["problem"] is None else ("contradicted" if t["problem"] == "tool_result_mismatch" else "uncertain"),
-                        gap_type=None if t["problem"] is None else "systemic", gap_severity=None if t["problem"] is None else "high"),
+                Claim(
+                    claim_id=t["claim_id"],
+                    doc_id=doc.doc_id,
+                    version_id=doc.version_id,
+                    start=t["start"],
+                    end=t["end"],
+                    source_text=t["text"],
+                    text=t["text"],
+                    type="tool_result",
+                    risk="high",
+                ),
+                Verdict(
+                    claim_id=t["claim_id"],
+                    tier="tool_log",
+                    confidence=1.0,
+                    rationale=t["rationale"],
+                    label="supported"
+                    if t["problem"] is None
+                    else ("contradicted" if t["problem"] == "tool_result_mismatch" else "uncertain"),
+                    gap_type=None if t["problem"] is None else "systemic",
+                    gap_severity=None if t["problem"] is None else "high",
+                ),
             )
             for t in tool_claims
         ]
-        status, score, components = status_stage(
-            [doc], claims + [c for c, _ in tool_records], verdicts + [v for _, v in tool_records]
-        )[doc.doc_id]
+        status, score, components = status_stage([doc], claims + [c for c, _ in tool_records], verdicts + [v for _, v in tool_records])[
+            doc.doc_id
+        ]
 
         replacements = [(e.start, e.end, e.new_text) for e in edits if e.status != "needs_rewrite" and e.new_text != e.old_text]
         replacements += [(t["start"], t["end"], "") for t in tool_claims if t["problem"]]
@@ -469,9 +480,15 @@ class VerifyLoop:
 
         edit_rows = [dataclasses.asdict(e) for e in edits]
         edit_rows += [
-            {"claim_id": t["claim_id"], "old_text": t["text"], "new_text": "", "status": "queued",
-             "reason": f"{t['problem']}: removed from the corrected answer"}
-            for t in tool_claims if t["problem"]
+            {
+                "claim_id": t["claim_id"],
+                "old_text": t["text"],
+                "new_text": "",
+                "status": "queued",
+                "reason": f"{t['problem']}: removed from the corrected answer",
+            }
+            for t in tool_claims
+            if t["problem"]
         ]
         data = build_report(
             trace_id=trace_id,

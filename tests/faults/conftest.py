@@ -64,8 +64,7 @@ def record(request):
     else:
         status = "passed" if call is not None and call.passed else "failed"
     for row in rows or [{"category": "?", "case": request.node.name, "outcome": "(no outcome recorded)"}]:
-        _RESULTS.append({**row, "test": request.node.nodeid, "status": status,
-                         "seconds": round(time.perf_counter() - started, 1)})
+        _RESULTS.append({**row, "test": request.node.nodeid, "status": status, "seconds": round(time.perf_counter() - started, 1)})
 
 
 _STARTED = time.perf_counter()
@@ -159,7 +158,7 @@ def assert_consistent(out: Path, runs: int, clean: bool = True) -> None:
         assert query(out, "SELECT count(*) FROM ingest_errors WHERE run_id = ?", [run_id])[0][0] == ingest_errors
     if clean:
         assert not any((out / ".staging").glob("*")), "a staging folder was left"
-        complete = {f"run_id={r}" for r, in query(out, "SELECT run_id FROM runs")}
+        complete = {f"run_id={r}" for (r,) in query(out, "SELECT run_id FROM runs")}
         assert {p.name for p in out.glob("*/run_id=*")} <= complete, "partitions of an unfinished run were left"
 
 

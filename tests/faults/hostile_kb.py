@@ -72,11 +72,16 @@ def build_hostile_kb(root: Path) -> tuple[Path, Path]:
     w("bomb.md", _alias_bomb())
     w("huge-front-matter.md", "---\n" + "".join(f"k{i}: {'v' * 60}\n" for i in range(2000)) + "---\nBody.\n")
     # HTML with scripts, and names and fields that try to reach the HTML report
-    w("page.html", "<html><head><title>Backups</title><script>document.write('The Team plan keeps backups for 99 days.')"
-      "</script></head><body><p>The Team plan keeps backups for 30 days.</p><img src=x onerror=alert(1)>"
-      "<style>p{color:red}</style><noscript>The Team plan keeps backups for 98 days.</noscript></body></html>")
-    w("<img src=x onerror=alert(1)>.md", '---\nowner: "<script>alert(1)</script>"\ntitle: "<b onmouseover=alert(2)>t</b>"\n---\n'
-      "The Team plan costs $25 per month.\n")
+    w(
+        "page.html",
+        "<html><head><title>Backups</title><script>document.write('The Team plan keeps backups for 99 days.')"
+        "</script></head><body><p>The Team plan keeps backups for 30 days.</p><img src=x onerror=alert(1)>"
+        "<style>p{color:red}</style><noscript>The Team plan keeps backups for 98 days.</noscript></body></html>",
+    )
+    w(
+        "<img src=x onerror=alert(1)>.md",
+        '---\nowner: "<script>alert(1)</script>"\ntitle: "<b onmouseover=alert(2)>t</b>"\n---\nThe Team plan costs $25 per month.\n',
+    )
     # claims for the undated and the future-dated sources
     w("starter.md", "The Starter plan includes 3 seats.\n\nThe Starter plan allows 12 projects.\n")
 

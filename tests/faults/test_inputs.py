@@ -35,9 +35,12 @@ def test_the_rest_of_the_batch_is_processed(hostile_run, record):
     assert {"backups.md", "pricing.md", "rate-limits.md"} <= _doc_ids(out)
     labelled = query(out, "SELECT count(*) FROM latest_verdicts WHERE doc_id IN ('backups.md', 'pricing.md', 'rate-limits.md')")[0][0]
     assert labelled >= 20, labelled
-    record("inputs", "all of the bad inputs below in one run, beside 3 good demo pages",
-           f"run completed in {seconds:.0f} s: {row['documents']} documents, {row['checkworthy']} check-worthy claims "
-           f"labelled, {row['ingest_errors']} ingest_errors rows; store consistent")
+    record(
+        "inputs",
+        "all of the bad inputs below in one run, beside 3 good demo pages",
+        f"run completed in {seconds:.0f} s: {row['documents']} documents, {row['checkworthy']} check-worthy claims "
+        f"labelled, {row['ingest_errors']} ingest_errors rows; store consistent",
+    )
 
 
 def test_binary_files(hostile_run, record):
@@ -46,8 +49,11 @@ def test_binary_files(hostile_run, record):
     assert errors["logo.md"] == "binary file (contains NUL bytes)"
     assert errors["notes.txt"] == "binary file (contains NUL bytes)"
     assert not {"logo.md", "notes.txt"} & _doc_ids(out)
-    record("inputs", "binary files (PNG bytes named `.md`, a `.txt` with NUL bytes)",
-           "`ingest_errors` row each: `binary file (contains NUL bytes)`; no document row")
+    record(
+        "inputs",
+        "binary files (PNG bytes named `.md`, a `.txt` with NUL bytes)",
+        "`ingest_errors` row each: `binary file (contains NUL bytes)`; no document row",
+    )
 
 
 def test_invalid_utf8(hostile_run, record):
@@ -61,8 +67,11 @@ def test_empty_documents(hostile_run, record):
     rows = dict(query(out, "SELECT doc_id, status FROM documents WHERE doc_id IN ('empty.md', 'blank.md', 'front-matter-only.md')"))
     assert set(rows) == {"empty.md", "blank.md", "front-matter-only.md"}
     assert query(out, "SELECT count(*) FROM claims WHERE doc_id IN ('empty.md', 'blank.md', 'front-matter-only.md')")[0][0] == 0
-    record("inputs", "empty documents (0 bytes, whitespace only, front matter only)",
-           f"kept as documents with 0 claims (status {', '.join(sorted(set(rows.values())))}); no error")
+    record(
+        "inputs",
+        "empty documents (0 bytes, whitespace only, front matter only)",
+        f"kept as documents with 0 claims (status {', '.join(sorted(set(rows.values())))}); no error",
+    )
 
 
 def test_fifty_megabyte_document(hostile_run, record):
@@ -76,12 +85,20 @@ def test_fifty_megabyte_document(hostile_run, record):
     assert parse_seconds < 60, parse_seconds
     assert query(out, "SELECT bytes FROM documents WHERE doc_id = 'big-log.md'")[0][0] == len(raw) >= BIG_BYTES
     assert _claims(out, "big-log.md") == ["Build log", "The Team plan keeps backups for 30 days."]
-    assert _errors(out, row["run_id"])["oversized.md"] == f"file is {OVERSIZED_BYTES} bytes, over the {64 * 1024 * 1024}-byte limit; skipped"
+    assert (
+        _errors(out, row["run_id"])["oversized.md"] == f"file is {OVERSIZED_BYTES} bytes, over the {64 * 1024 * 1024}-byte limit; skipped"
+    )
     del doc
-    record("inputs", "a 50 MB document (a pasted build log in one fenced block under a line of prose)",
-           f"audited: the prose claim labelled, the log skipped as code; parsed in {parse_seconds:.1f} s")
-    record("inputs", "a 70 MB document (over `max_doc_bytes`, 64 MiB by default)",
-           "`ingest_errors` row: `file is 73400320 bytes, over the 67108864-byte limit; skipped` (not read)")
+    record(
+        "inputs",
+        "a 50 MB document (a pasted build log in one fenced block under a line of prose)",
+        f"audited: the prose claim labelled, the log skipped as code; parsed in {parse_seconds:.1f} s",
+    )
+    record(
+        "inputs",
+        "a 70 MB document (over `max_doc_bytes`, 64 MiB by default)",
+        "`ingest_errors` row: `file is 73400320 bytes, over the 67108864-byte limit; skipped` (not read)",
+    )
 
 
 def test_ten_thousand_tiny_documents(hostile_run, record):
@@ -90,8 +107,11 @@ def test_ten_thousand_tiny_documents(hostile_run, record):
     assert tiny == TINY
     assert query(out, "SELECT count(*) FROM claims WHERE doc_id LIKE 'tiny/%' AND checkworthy")[0][0] == 0
     assert query(out, "SELECT count(DISTINCT doc_id) FROM documents")[0][0] == row["documents"]
-    record("inputs", "10,000 tiny documents (no check-worthy claims)",
-           f"all 10,000 in `documents`, one row each; the whole run took {seconds:.0f} s")
+    record(
+        "inputs",
+        "10,000 tiny documents (no check-worthy claims)",
+        f"all 10,000 in `documents`, one row each; the whole run took {seconds:.0f} s",
+    )
 
 
 def test_symlinks_leaving_the_root(hostile_run, record):
@@ -102,9 +122,12 @@ def test_symlinks_leaving_the_root(hostile_run, record):
     assert "inside-link.md" in _doc_ids(out)
     leaked = query(out, "SELECT count(*) FROM claims_history WHERE text LIKE '%launch code%' OR text LIKE '%31 days%'")[0][0]
     assert leaked == 0
-    record("inputs", "a symlink to a file outside the KB root, and one to a folder outside it",
-           "`ingest_errors` row each: `symlink points outside the KB root (...); skipped`; nothing read through "
-           "them; a link that stays inside the root is audited")
+    record(
+        "inputs",
+        "a symlink to a file outside the KB root, and one to a folder outside it",
+        "`ingest_errors` row each: `symlink points outside the KB root (...); skipped`; nothing read through "
+        "them; a link that stays inside the root is audited",
+    )
 
 
 def test_odd_file_names(hostile_run, record):
@@ -114,8 +137,11 @@ def test_odd_file_names(hostile_run, record):
         assert name in ids, name
         assert _claims(out, name) == ["The Enterprise plan keeps backups for 90 days."]
     assert "..hidden.md" not in ids  # a dot file, skipped like every hidden file
-    record("inputs", "file names with spaces, unicode, `..` and a quote (`it's.md`)",
-           "audited under their own path as `doc_id`; `..hidden.md` is skipped as a dot file (documented rule)")
+    record(
+        "inputs",
+        "file names with spaces, unicode, `..` and a quote (`it's.md`)",
+        "audited under their own path as `doc_id`; `..hidden.md` is skipped as a dot file (documented rule)",
+    )
 
 
 def test_duplicate_document_ids(hostile_run, record):
@@ -126,9 +152,12 @@ def test_duplicate_document_ids(hostile_run, record):
     assert ids == (2, 2)
     errors = _errors(out, row["run_id"])
     assert any("duplicate of source 'seat-policy'" in e for e in errors.values()), errors
-    record("inputs", "duplicate ids: `café.md` in NFC and NFD (two files, one visible name, same bytes); two sources with one `id`",
-           "the two documents kept apart (distinct `claim_id`s, no duplicate rows); the second source dropped with an "
-           "`ingest_errors` row `duplicate of source 'seat-policy' (same text and date, ...)`")
+    record(
+        "inputs",
+        "duplicate ids: `café.md` in NFC and NFD (two files, one visible name, same bytes); two sources with one `id`",
+        "the two documents kept apart (distinct `claim_id`s, no duplicate rows); the second source dropped with an "
+        "`ingest_errors` row `duplicate of source 'seat-policy' (same text and date, ...)`",
+    )
 
 
 def test_hostile_front_matter(hostile_run, record):
@@ -138,9 +167,12 @@ def test_hostile_front_matter(hostile_run, record):
     assert errors["bomb.md"] == "front matter uses YAML anchors (refused: alias bombs)"
     assert errors["huge-front-matter.md"] == "front matter larger than 64 KB"
     assert not (root / PWNED).exists()
-    record("inputs", "hostile YAML front matter: `!!python/object/apply:os.system`, a billion-laughs alias bomb, 120 KB of keys",
-           "`ingest_errors` row each (`unsafe or unknown YAML tag`, `uses YAML anchors (refused: alias bombs)`, "
-           "`larger than 64 KB`); nothing executed")
+    record(
+        "inputs",
+        "hostile YAML front matter: `!!python/object/apply:os.system`, a billion-laughs alias bomb, 120 KB of keys",
+        "`ingest_errors` row each (`unsafe or unknown YAML tag`, `uses YAML anchors (refused: alias bombs)`, "
+        "`larger than 64 KB`); nothing executed",
+    )
 
 
 def test_html_with_scripts(hostile_run, record):
@@ -148,17 +180,24 @@ def test_html_with_scripts(hostile_run, record):
     claims = _claims(out, "page.html")
     assert claims and all("99 days" not in c and "alert" not in c and "color" not in c for c in claims), claims
     assert "The Team plan keeps backups for 30 days." in claims
-    record("inputs", "HTML with `<script>`, `<style>`, `<noscript>` and an `onerror` attribute",
-           "only visible text becomes claims; script and style content never does")
+    record(
+        "inputs",
+        "HTML with `<script>`, `<style>`, `<noscript>` and an `onerror` attribute",
+        "only visible text becomes claims; script and style content never does",
+    )
 
 
 def test_sources_without_a_date_and_in_the_future(hostile_run, record):
     _, out, row, _ = hostile_run
     errors = _errors(out, row["run_id"])
     assert errors["future.md"] == f"future date published_at=2030-01-01: clamped to {TODAY.isoformat()}"
-    dates = dict(query(out, "SELECT source_id, max(source_date) FROM evidence WHERE source_id IN ('starter-seats', 'starter-projects') GROUP BY 1"))
+    dates = dict(
+        query(out, "SELECT source_id, max(source_date) FROM evidence WHERE source_id IN ('starter-seats', 'starter-projects') GROUP BY 1")
+    )
     assert dates == {"starter-seats": UNDATED_MTIME, "starter-projects": TODAY}, dates
-    record("sources", "a source with no date",
-           "dated by its file's modification time (`date_origin` mtime) and still used as evidence")
-    record("sources", "a source dated in the future (2030)",
-           f"`ingest_errors` row `future date published_at=2030-01-01: clamped to {TODAY.isoformat()}`; used with the clamped date")
+    record("sources", "a source with no date", "dated by its file's modification time (`date_origin` mtime) and still used as evidence")
+    record(
+        "sources",
+        "a source dated in the future (2030)",
+        f"`ingest_errors` row `future date published_at=2030-01-01: clamped to {TODAY.isoformat()}`; used with the clamped date",
+    )

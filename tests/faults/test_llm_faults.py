@@ -68,8 +68,15 @@ def deep_run(base_store, tmp_path_factory):
         return 200, OBEDIENT, None, 0
 
     server = Server(respond)
-    env = {"KBAUDIT_LLM_BASE_URL": server.base_url, "KBAUDIT_LLM_MODEL": "scripted", "KBAUDIT_LLM_API_KEY": KEY,
-           "KBAUDIT_LLM_MODE": "joint", "KBAUDIT_LLM_QUESTIONS": "1", "KBAUDIT_LLM_RETRIES": "1", "KBAUDIT_LLM_TIMEOUT": "3"}
+    env = {
+        "KBAUDIT_LLM_BASE_URL": server.base_url,
+        "KBAUDIT_LLM_MODEL": "scripted",
+        "KBAUDIT_LLM_API_KEY": KEY,
+        "KBAUDIT_LLM_MODE": "joint",
+        "KBAUDIT_LLM_QUESTIONS": "1",
+        "KBAUDIT_LLM_RETRIES": "1",
+        "KBAUDIT_LLM_TIMEOUT": "3",
+    }
     mp = pytest.MonkeyPatch()
     for k, v in env.items():
         mp.setenv(k, v)
@@ -90,8 +97,15 @@ def deep_run(base_store, tmp_path_factory):
         mp.undo()
         if not gone.is_set():
             server.close()
-    return {"code": code, "out": out, "server": server, "row": json.loads(stdout.getvalue()) if code == 0 else None,
-            "stdout": stdout.getvalue(), "stderr": stderr.getvalue(), "logs": "\n".join(handler.lines)}
+    return {
+        "code": code,
+        "out": out,
+        "server": server,
+        "row": json.loads(stdout.getvalue()) if code == 0 else None,
+        "stdout": stdout.getvalue(),
+        "stderr": stderr.getvalue(),
+        "logs": "\n".join(handler.lines),
+    }
 
 
 class _Capture(logging.Handler):
@@ -115,11 +129,16 @@ def test_endpoint_goes_away_mid_run(deep_run, record):
     failed = re.search(r"not accepted \(cheaper verdict kept\): .*error (\d+)", notes)
     assert failed and int(failed.group(1)) >= 1, notes
     assert_consistent(out, runs=2)
-    kept = query(out, "SELECT count(*) FROM verdicts WHERE run_id = ? AND rationale LIKE '%deep verifier not accepted (error)%'", [row["run_id"]])[0][0]
+    kept = query(
+        out, "SELECT count(*) FROM verdicts WHERE run_id = ? AND rationale LIKE '%deep verifier not accepted (error)%'", [row["run_id"]]
+    )[0][0]
     assert kept == int(failed.group(1))
-    record("faults", f"the LLM endpoint goes away mid-run (loopback server stopped after {answered} answers, depth D3)",
-           f"the run completes (exit 0); {row['escalated']} claims escalated, {kept} failed cleanly and kept their "
-           f"cheaper verdict, counted in the run's notes (`deep verdicts not accepted (cheaper verdict kept): ... error {kept}`)")
+    record(
+        "faults",
+        f"the LLM endpoint goes away mid-run (loopback server stopped after {answered} answers, depth D3)",
+        f"the run completes (exit 0); {row['escalated']} claims escalated, {kept} failed cleanly and kept their "
+        f"cheaper verdict, counted in the run's notes (`deep verdicts not accepted (cheaper verdict kept): ... error {kept}`)",
+    )
 
 
 def _user_messages(server) -> list[str]:
@@ -140,16 +159,22 @@ def test_injected_instruction_is_data_and_an_obedient_reply_is_rejected(deep_run
                           "WHERE v.run_id = ? AND c.doc_id = 'injected.md' AND c.text LIKE '%14 days%'", [row["run_id"]])  # fmt: skip
     assert verdicts and all(label != "supported" and tier != "llm" for label, tier, _ in verdicts), verdicts
     assert any("not accepted (ungrounded)" in rationale for _, _, rationale in verdicts), verdicts
-    record("security", "an instruction injected in a document for the LLM verifier (and a fake `<<<END DATA>>>` marker)",
-           "the claim and draft reach the endpoint only inside nonce-delimited DATA sections (the fake marker "
-           "never reaches the prompt as a marker); a reply that obeys the injection quotes the document, not a passage, and is rejected "
-           "as ungrounded: the claim keeps its cheaper, non-supported verdict")
+    record(
+        "security",
+        "an instruction injected in a document for the LLM verifier (and a fake `<<<END DATA>>>` marker)",
+        "the claim and draft reach the endpoint only inside nonce-delimited DATA sections (the fake marker "
+        "never reaches the prompt as a marker); a reply that obeys the injection quotes the document, not a passage, and is rejected "
+        "as ungrounded: the claim keeps its cheaper, non-supported verdict",
+    )
 
 
 def test_document_headings_stay_inside_data_sections(deep_run, record):
     messages = [m for m in _user_messages(deep_run["server"]) if "14 days" in m]
-    record("security", "an instruction injected as a document heading (the claim's section)",
-           "the document path and headings reach the endpoint only inside a DATA section, never in the TASK line")
+    record(
+        "security",
+        "an instruction injected as a document heading (the claim's section)",
+        "the document path and headings reach the endpoint only inside a DATA section, never in the TASK line",
+    )
     assert messages
     for message in messages:
         outside = re.sub(r"<<<DATA (\w+) [^>]*>>>\n.*?\n<<<END DATA \1>>>", "", message, flags=re.S)
@@ -175,15 +200,21 @@ def test_api_key_is_never_written(deep_run, record):
         assert KEY not in deep_run[name], f"API key in the {name}"
     assert deep_run["logs"], "no log lines were captured"
     files = sum(1 for p in out.rglob("*") if p.is_file())
-    record("security", "no API key in the store or the logs (KBAUDIT_LLM_API_KEY=sk-test-... with a loopback endpoint)",
-           f"the key was sent in the Authorization header, and found in none of the {files} files under the store, "
-           "the command's output, or its DEBUG log")
+    record(
+        "security",
+        "no API key in the store or the logs (KBAUDIT_LLM_API_KEY=sk-test-... with a loopback endpoint)",
+        f"the key was sent in the Authorization header, and found in none of the {files} files under the store, "
+        "the command's output, or its DEBUG log",
+    )
 
 
 def test_api_key_is_not_in_prefects_database(deep_run, record):
-    record("security", "no API key in Prefect's database (flow run parameters, logs)",
-           "the flow receives the settings without the key (it is read from the environment inside the run): "
-           "the key is in none of Prefect's database files")
+    record(
+        "security",
+        "no API key in Prefect's database (flow run parameters, logs)",
+        "the flow receives the settings without the key (it is read from the environment inside the run): "
+        "the key is in none of Prefect's database files",
+    )
     files = _prefect_db_files()
     assert files, "Prefect's database was not found"
     assert not [str(p) for p in files if KEY.encode() in p.read_bytes()]

@@ -24,10 +24,13 @@ def test_html_report_escapes_hostile_names_and_fields(hostile_run, tmp_path, cap
     for raw in ("<img src=x", "<script>alert", "<b onmouseover", "onerror=alert(1)>"):
         assert raw not in page, raw
     assert page.count("<script") == 1  # the report's own script only
-    record("security", "an HTML-report XSS attempt: a file named `<img src=x onerror=alert(1)>.md`, "
-           "`owner: <script>...</script>`, a `<b onmouseover=...>` title (`kbaudit report --html`)",
-           "every value is escaped (`&lt;img src=x onerror=alert(1)&gt;.md`); the page has only its own `<script>`, "
-           "and a Content-Security-Policy")
+    record(
+        "security",
+        "an HTML-report XSS attempt: a file named `<img src=x onerror=alert(1)>.md`, "
+        "`owner: <script>...</script>`, a `<b onmouseover=...>` title (`kbaudit report --html`)",
+        "every value is escaped (`&lt;img src=x onerror=alert(1)&gt;.md`); the page has only its own `<script>`, "
+        "and a Content-Security-Policy",
+    )
 
 
 def test_sql_injection_through_cli_filters(hostile_run, capsys, record):
@@ -47,10 +50,13 @@ def test_sql_injection_through_cli_filters(hostile_run, capsys, record):
     assert query(out, "SELECT count(*) FROM runs")[0][0] == 1  # the views are intact
     code, stdout, _ = cli("report", *o, "--run", row["run_id"], capsys=capsys)
     assert code == 0
-    record("security", "SQL injection through CLI filters: `review list --doc \"x' OR 1=1 --\"`, "
-           "`report --run \"x'; DROP VIEW runs; --\"`, `sql \"DROP VIEW runs\"`",
-           f"the filter is a bound parameter (empty queue, exit 0); `report` exits 2: `{report_line}`; "
-           "`sql` opens the store read-only (exit 2); every view intact")
+    record(
+        "security",
+        'SQL injection through CLI filters: `review list --doc "x\' OR 1=1 --"`, '
+        '`report --run "x\'; DROP VIEW runs; --"`, `sql "DROP VIEW runs"`',
+        f"the filter is a bound parameter (empty queue, exit 0); `report` exits 2: `{report_line}`; "
+        "`sql` opens the store read-only (exit 2); every view intact",
+    )
 
 
 def test_evidence_altered_after_the_run_is_flagged(base_store, tmp_path, record):
@@ -75,7 +81,10 @@ def test_evidence_altered_after_the_run_is_flagged(base_store, tmp_path, record)
     pq.write_table(table.from_pylist(forged, schema=table.schema), receipts)
     problems = verify_stored_evidence(store, first["run_id"])
     assert len(problems) == 1 and "receipt itself was altered or forged" in problems[0], problems
-    record("security", "an evidence row altered after the run (one sentence rewritten in the Parquet file); a forged receipt signature",
-           "`kb.evidence.receipts.verify_stored_evidence` flags the run's retrieval batch: `the stored evidence rows differ "
-           "from what was signed`; and the forged receipt: `the receipt itself was altered or forged`; "
-           "the untouched store verifies clean")
+    record(
+        "security",
+        "an evidence row altered after the run (one sentence rewritten in the Parquet file); a forged receipt signature",
+        "`kb.evidence.receipts.verify_stored_evidence` flags the run's retrieval batch: `the stored evidence rows differ "
+        "from what was signed`; and the forged receipt: `the receipt itself was altered or forged`; "
+        "the untouched store verifies clean",
+    )

@@ -80,11 +80,17 @@ def test_disk_full_part_way(base_store, tmp_path, monkeypatch, capsys, record, w
     second = audit(settings_for(docs, out))
     assert_consistent(out, runs=2)
     assert _labels(out, second["run_id"]) == _labels(out, first["run_id"])
-    what = ("a full disk (ENOSPC) on the 5th table file the run stages" if where == "write_table"
-            else "a full disk (ENOSPC) while the commit moves the 4th table into place")
-    record("faults", what,
-           f"exit 3, `{line}`; the store still shows only the previous run, its files unchanged; "
-           "the rerun succeeds and removes the failed run's partial files")
+    what = (
+        "a full disk (ENOSPC) on the 5th table file the run stages"
+        if where == "write_table"
+        else "a full disk (ENOSPC) while the commit moves the 4th table into place"
+    )
+    record(
+        "faults",
+        what,
+        f"exit 3, `{line}`; the store still shows only the previous run, its files unchanged; "
+        "the rerun succeeds and removes the failed run's partial files",
+    )
 
 
 def test_sigkill_during_retrieval_then_rerun(base_store, tmp_path, record):
@@ -104,9 +110,11 @@ def test_sigkill_during_retrieval_then_rerun(base_store, tmp_path, record):
     rerun = audit(settings_for(docs, out))
     assert_consistent(out, runs=1)
     assert _labels(out, rerun["run_id"]) == _labels(base, first["run_id"])
-    record("faults", "SIGKILL during retrieval, then a rerun",
-           "no run visible after the kill; the rerun completes with the same labels as an uninterrupted run; "
-           "no staging left")
+    record(
+        "faults",
+        "SIGKILL during retrieval, then a rerun",
+        "no run visible after the kill; the rerun completes with the same labels as an uninterrupted run; no staging left",
+    )
 
 
 def test_sigkill_during_store_commit_then_rerun(base_store, tmp_path, record):
@@ -129,9 +137,12 @@ def test_sigkill_during_store_commit_then_rerun(base_store, tmp_path, record):
     rerun = audit(settings_for(docs, out))
     assert_consistent(out, runs=2)
     assert query(out, "SELECT DISTINCT run_id FROM claims") == [(rerun["run_id"],)]
-    record("faults", "SIGKILL during the store commit (3 tables moved into place, no `runs` row yet), then a rerun",
-           "the half-committed run stays invisible (views show only the previous run); the rerun completes, "
-           "becomes the newest run, and removes the half-committed partitions")
+    record(
+        "faults",
+        "SIGKILL during the store commit (3 tables moved into place, no `runs` row yet), then a rerun",
+        "the half-committed run stays invisible (views show only the previous run); the rerun completes, "
+        "becomes the newest run, and removes the half-committed partitions",
+    )
 
 
 def test_two_runs_on_one_store_at_once(base_store, tmp_path, capsys, record):
@@ -153,9 +164,12 @@ def test_two_runs_on_one_store_at_once(base_store, tmp_path, capsys, record):
         flag.touch()
     assert a.wait(timeout=240) == 0, log_a.read_text(errors="replace")[-3000:]
     assert_consistent(out, runs=2)
-    record("faults", "two runs started on one store at once (and a review decision during a run)",
-           f"the second exits 3 at once: `{refused.split(' (pid')[0].replace(str(out), '<store>')} (pid N); wait for it to finish`; "
-           "`review approve` during the run exits 3 the same way; the first run completes; store consistent")
+    record(
+        "faults",
+        "two runs started on one store at once (and a review decision during a run)",
+        f"the second exits 3 at once: `{refused.split(' (pid')[0].replace(str(out), '<store>')} (pid N); wait for it to finish`; "
+        "`review approve` during the run exits 3 the same way; the first run completes; store consistent",
+    )
 
 
 def test_corrupt_parquet_file_in_the_store(base_store, tmp_path, capsys, record):
@@ -196,11 +210,14 @@ def test_corrupt_parquet_file_in_the_store(base_store, tmp_path, capsys, record)
     assert third["run_id"] in Store(out).run_ids()
     assert query(out, "SELECT count(*) FROM verdicts WHERE run_id = ?", [third["run_id"]])[0][0] == third["checkworthy"]
     assert query(out, "SELECT count(*) FROM verdicts WHERE run_id = ?", [first["run_id"]])[0][0] == first["checkworthy"]
-    record("faults", "a corrupt (torn) Parquet file in the store",
-           f"`kbaudit sql` exits 2: `{sql_line[:150]}...` (names the file); `kbaudit report` exits {report_code}: "
-           f"`{report_line[:150]}...`{report_more}; the next run refuses before committing anything: "
-           f"`store is damaged: <file> is not a readable Parquet file ...` (exit 3; `review approve` too); no run lost; once the file is moved "
-           "away the next run succeeds (a torn cache shard is dropped and recomputed)")
+    record(
+        "faults",
+        "a corrupt (torn) Parquet file in the store",
+        f"`kbaudit sql` exits 2: `{sql_line[:150]}...` (names the file); `kbaudit report` exits {report_code}: "
+        f"`{report_line[:150]}...`{report_more}; the next run refuses before committing anything: "
+        f"`store is damaged: <file> is not a readable Parquet file ...` (exit 3; `review approve` too); no run lost; once the file is moved "
+        "away the next run succeeds (a torn cache shard is dropped and recomputed)",
+    )
 
 
 def test_store_folder_copied_elsewhere(base_store, tmp_path, capsys, record):
@@ -213,6 +230,9 @@ def test_store_folder_copied_elsewhere(base_store, tmp_path, capsys, record):
     code, stdout, err = cli("sql", "SELECT count(*) AS n FROM evidence", "--out", str(out), "--json", capsys=capsys)
     assert code == 0 and json.loads(stdout) == [{"n": 5}], stdout + err
     assert query(base, "SELECT count(*) FROM evidence")[0][0] == table.num_rows
-    record("faults", "a store folder copied or moved elsewhere (a restored backup), then read",
-           "the copy reads its own files: its views are rebuilt for the new folder on first use "
-           "(they named the old folder's absolute paths, so a copy silently read the original)")
+    record(
+        "faults",
+        "a store folder copied or moved elsewhere (a restored backup), then read",
+        "the copy reads its own files: its views are rebuilt for the new folder on first use "
+        "(they named the old folder's absolute paths, so a copy silently read the original)",
+    )
