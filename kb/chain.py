@@ -40,7 +40,7 @@ from kb.ingest.git import changed_documents
 from kb.ingest.walk import DOC_SUFFIXES, _ignore_spec, ingest, shard_of
 from kb.log import logger
 from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, SourceDoc, Verdict
-from kb.store import Store
+from kb.store import Store, new_run_id
 from kb.store.cache import ResultCache, code_version, key_of
 from kb.verify import verifier_for
 from kb.verify.policy import document_status
@@ -792,9 +792,16 @@ def stage_tables(store: Store, run_id: str, result: AuditResult, part: str = "pa
     return counts
 
 
-def write_run(store: Store, run_id: str, result: AuditResult, settings: Settings, started_at: dt.datetime) -> dict:
-    """Stage every table, then make the run visible in one step (see kb.store)."""
-    counts = stage_tables(store, run_id, result)
-    row = runs_row(counts, settings, started_at, result.seconds)
-    store.commit_run(run_id, row)
-    return row
+def audit_and_commit(settings: Settings, store: Store) -> tuple[AuditResult, dict]:
+    """A whole run without Prefect, as the flow makes it: the store locked, the chain staged under
+    a new run id, then the run committed (made visible). Returns the result and the runs row."""
+    run_id = new_run_id()
+    started_at = dt.datetime.now(dt.UTC)
+    store.lock()
+    try:
+        result = run_audit(settings, store=store, run_id=run_id)
+        row = runs_row(result.counts, settings, started_at, result.seconds)
+        store.commit_run(run_id, row)
+    finally:
+        store.unlock()
+    return result, row

@@ -24,9 +24,9 @@ from pathlib import Path
 import pygit2
 from pydantic import BaseModel, Field
 
-from kb.chain import run_audit, runs_row
+from kb.chain import audit_and_commit
 from kb.config import DEMO_ROOT, Settings
-from kb.store import Store, new_run_id
+from kb.store import Store
 
 DEMO_TODAY = dt.date(2026, 6, 1)
 CHANGED_PAGE = "sla.md"
@@ -74,17 +74,8 @@ def run(args: Params) -> dict[str, float]:
         settings = Settings(
             docs=docs, sources=[sources], out=out, depth=args.depth, today=DEMO_TODAY, changed_since=changed_since
         ).validate()
-        store = Store(out)
-        started_at = dt.datetime.now(dt.UTC)
         clock = time.perf_counter()
-        run_id = new_run_id()
-        store.lock()
-        try:  # what the flow does, less Prefect: the chain stages the run, then it is committed
-            result = run_audit(settings, store=store, run_id=run_id)
-            row = runs_row(result.counts, settings, started_at, result.seconds)
-            store.commit_run(run_id, row)
-        finally:
-            store.unlock()
+        result, row = audit_and_commit(settings, Store(out))
         return time.perf_counter() - clock, result, row
 
     full_s, full, _ = timed(work / "store")

@@ -28,12 +28,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from kb.chain import run_audit, runs_row
+from kb.chain import audit_and_commit
 from kb.config import ConfigError, Settings
 from kb.evidence.embed import Embedder
 from kb.evidence.retrieve import Retriever, build_passages
 from kb.evidence.sources import load_sources
-from kb.store import Store, new_run_id
+from kb.store import Store
 
 SENTENCES_PER_PAGE = 10
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "scifact" / "corpus.jsonl"
@@ -148,17 +148,8 @@ def _startup_seconds() -> float:
 
 
 def _timed_run(settings, store) -> tuple[float, object]:
-    import datetime as dt
-
-    started_at = dt.datetime.now(dt.UTC)
     clock = time.perf_counter()
-    run_id = new_run_id()
-    store.lock()
-    try:  # what the flow does, less Prefect: the chain stages the run, then it is committed
-        result = run_audit(settings, store=store, run_id=run_id)
-        store.commit_run(run_id, runs_row(result.counts, settings, started_at, result.seconds))
-    finally:
-        store.unlock()
+    result, _ = audit_and_commit(settings, store)
     return time.perf_counter() - clock, result
 
 

@@ -708,6 +708,19 @@ def _last_sentence(text: str) -> str:
     return parts[-1].strip() if parts else text
 
 
+def _reference_paragraph(parser, s: int, e: int) -> None:
+    """A configuration reference written as a code block states each option's type and default
+    on a line of its own ("[ poll_interval: <duration> | default = 1m ]"): that line is a setting
+    of the page, not an example, so it becomes a paragraph of its own (without the brackets).
+    Every other line of a code block stays out. Shared by the Markdown and HTML block readers."""
+    m = _REFERENCE_LINE.match(parser.text, s, e)
+    if m is None or m.end() != e:
+        return
+    out = _Text()
+    out.add(m.group(1), m.start(1))
+    parser._emit("paragraph", [], text_map=out.build())
+
+
 class _MarkdownParser:
     """A forgiving, single-pass Markdown block parser (CommonMark/GFM subset).
 
@@ -771,17 +784,7 @@ class _MarkdownParser:
         self.last_block_kind = kind
         return block
 
-    def _reference_line(self, s: int, e: int) -> None:
-        """A configuration reference written as a code block states each option's type and
-        default on a line of its own ("[ poll_interval: <duration> | default = 1m ]"): that line
-        is a setting of the page, not an example, so it becomes a paragraph of its own (without
-        the brackets). Every other line of a code block stays out."""
-        m = _REFERENCE_LINE.match(self.text, s, e)
-        if m is None or m.end() != e:
-            return
-        out = _Text()
-        out.add(m.group(1), m.start(1))
-        self._emit("paragraph", [], text_map=out.build())
+    _reference_line = _reference_paragraph
 
     def _flush(self) -> None:
         if not self.para:
@@ -1267,17 +1270,7 @@ class _HTMLBlocks:
     def _section(self):
         return tuple(t for _, t in self.section)
 
-    def _reference_line(self, s: int, e: int) -> None:
-        """A configuration reference written as a code block states each option's type and
-        default on a line of its own ("[ poll_interval: <duration> | default = 1m ]"): that line
-        is a setting of the page, not an example, so it becomes a paragraph of its own (without
-        the brackets). Every other line of a code block stays out."""
-        m = _REFERENCE_LINE.match(self.text, s, e)
-        if m is None or m.end() != e:
-            return
-        out = _Text()
-        out.add(m.group(1), m.start(1))
-        self._emit("paragraph", [], text_map=out.build())
+    _reference_line = _reference_paragraph
 
     def _flush(self) -> None:
         text, omap = self.cur.build()
