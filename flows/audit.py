@@ -35,7 +35,7 @@ def _as_settings(settings: Settings | dict) -> Settings:
     settings = Settings.from_public_dict(settings) if isinstance(settings, dict) else settings
     settings.validate()
     if settings.apply:
-        writable_root(settings.docs_root)  # fail before any work if the KB may not be written
+        writable_root(settings.docs_folder)  # fail before any work if the KB may not be written
     return settings
 
 
@@ -56,7 +56,7 @@ def _commit(store: Store, settings: Settings, run_id: str, counts: dict, started
     store.commit_run(run_id, row)
     logger.info("[6/6] store: run %s written to %s", run_id, settings.out)
     if settings.apply:
-        outcomes = apply_task(store, settings.docs_root)
+        outcomes = apply_task(store, settings.docs_folder)
         logger.info("applied edits: %s", dict(Counter(o.status for o in outcomes)) or "none accepted")
     if settings.out_url:  # a URL store: upload the run (its runs row last) from the local mirror
         remote = kb_remote.for_settings(settings)
@@ -78,8 +78,9 @@ def _notify(store: Store, settings: Settings, run_id: str) -> None:
             "%s%s", row.pop("describe"), "" if row["status"] == "sent" else "; the run is committed"
         )
         store.append_table("notifications", [row])
-        if settings.out_url:
-            kb_remote.for_settings(settings).push()
+        remote = kb_remote.for_settings(settings)
+        if remote is not None:  # a URL store: what the run wrote goes up
+            remote.push()
     except Exception as exc:  # never fail a committed run over its notification
         url = os.environ.get("KBAUDIT_NOTIFY_URL") or "\0"
         why = (str(exc).splitlines() or [""])[0].replace(url, "<KBAUDIT_NOTIFY_URL>")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -25,7 +25,8 @@ def settings_flags(parser: argparse.ArgumentParser, only: Iterable[str] | None =
         if "flag" not in extra or (wanted is not None and name not in wanted):
             continue
         flag = str(extra["flag"] or "--" + name.replace("_", "-"))
-        options = {"metavar": extra["metavar"]} if "metavar" in extra else {}
+        # metavar only when declared: a store_true action takes no metavar argument at all
+        options: dict[str, Any] = {"metavar": str(extra["metavar"])} if "metavar" in extra else {}
         parser.add_argument(flag, dest=name, action=str(extra.get("action", "store")), default=None, help=info.description, **options)
         names.append(name)
     parser.set_defaults(setting_flags=names)

@@ -152,7 +152,7 @@ def _git_change(args) -> int:
     else:
         print(
             f"committed {change.edits} edit(s) in {len(change.files)} file(s) on new branch {args.branch} "
-            f"({change.commit[:12]}); the work tree and the checked-out branch are unchanged",
+            f"({(change.commit or '')[:12]}); the work tree and the checked-out branch are unchanged",
             file=report,
         )
     return 0

@@ -69,7 +69,7 @@ def cmd_serve(args) -> int:
     flags = {**flag_values(args), "docs": args.docs}
     settings = load_settings(flags).validate()
     if settings.docs is not None and not settings.docs_from_git:
-        settings.docs = settings.docs.resolve()
+        settings.docs = Path(settings.docs).resolve()
     settings.sources = [s if is_git_spec(s) else Path(s).resolve() for s in settings.sources_roots]
     settings.out = settings.out.resolve()
     server = None

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 import kb.claims.split
@@ -29,6 +30,7 @@ from kb.config import ClaimSettings, Settings
 from kb.correct.draft import DraftEdit, draft_edits
 from kb.correct.review import rejected_proposals
 from kb.correct.versions import run_tables
+from kb.errors import UsageError
 from kb.escalate.lessons import load_lessons
 from kb.escalate.route import EscalationResult, escalate
 from kb.evidence.embed import Embedder, first_stage_for, first_stage_id
@@ -40,7 +42,7 @@ from kb.ingest.git import changed_documents
 from kb.ingest.walk import DOC_SUFFIXES, _ignore_spec, ingest, shard_of
 from kb.log import logger
 from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, SourceDoc, Verdict
-from kb.store import Store, new_run_id
+from kb.store import Store, new_run_id, rows_of
 from kb.store.cache import ResultCache, code_version, key_of
 from kb.verify import verifier_for
 from kb.verify.policy import document_status
@@ -153,8 +155,8 @@ def ingest_stage(
     if settings.docs_from_git:
         return ingest_git(str(settings.docs), settings.max_doc_bytes, select=None if everything else select)
     if everything:
-        return ingest(settings.docs_root, settings.max_doc_bytes)
-    return ingest(settings.docs_root, settings.max_doc_bytes, select=select)
+        return ingest(settings.docs_folder, settings.max_doc_bytes)
+    return ingest(settings.docs_folder, settings.max_doc_bytes, select=select)
 
 
 # ---- PR mode: the documents a --changed-since run audits --------------------------------
@@ -214,7 +216,7 @@ def _stored_claims(store: Store, run_id: str, skip_docs: set[str]) -> list[Claim
     frame = store.query("SELECT * FROM claims_history WHERE run_id = ? AND checkworthy", [run_id])
     names = [f.name for f in dataclasses.fields(Claim) if f.name in frame.columns]
     claims = []
-    for row in frame[names].astype(object).where(frame[names].notna(), None).to_dict(orient="records"):
+    for row in rows_of(frame.loc[:, names]):
         if row["doc_id"] in skip_docs:
             continue
         requirements = row.get("requirements")
@@ -242,8 +244,8 @@ def evidence_changed_docs(
     frame = store.query(
         "SELECT claim_id, passage_id, source_version, sentence, counterpart_of, section FROM evidence WHERE run_id = ?", [run_id]
     )
-    for row in frame.astype(object).where(frame.notna(), None).itertuples(index=False):
-        before.setdefault(row.claim_id, []).append(row)
+    for row in rows_of(frame):
+        before.setdefault(row["claim_id"], []).append(SimpleNamespace(**row))
     return sorted(
         {c.doc_id for c in claims if _evidence_signature(evidence.get(c.claim_id, [])) != _evidence_signature(before.get(c.claim_id, []))}
     )
@@ -254,8 +256,10 @@ def changed_scope(
 ) -> RunScope:
     """The documents a `--changed-since` run audits (see RunScope)."""
     caches = caches or Caches.at(None)
-    changes = changed_documents(settings.docs_root, settings.changed_since)
-    root = settings.docs_root
+    if not settings.changed_since:
+        raise UsageError("the changed-documents scope needs --changed-since REV")
+    root = settings.docs_folder
+    changes = changed_documents(root, settings.changed_since)
     scope = RunScope(
         rev=changes.rev,
         commit=changes.commit,
@@ -270,7 +274,7 @@ def changed_scope(
     prior = last_full_run(store)
     if prior is None:
         scope.notes.append("no full run in the store: claims of unchanged documents were not checked for changed evidence")
-    elif prior["corpus"] != corpus_fingerprint(sources):
+    elif store is not None and prior["corpus"] != corpus_fingerprint(sources):  # a prior run implies a store
         scope.evidence_changed = [
             d
             for d in evidence_changed_docs(
@@ -604,8 +608,8 @@ def run_audit(
 
     sources, source_errors = runner("load-sources", sources_stage, settings)
     if settings.changed_since and documents is None:  # PR mode: only what changed (RunScope)
-        result.scope = runner("changed-scope", changed_scope, settings, store, sources, caches, cache_dir)
-        for note in result.scope.notes:
+        scope = result.scope = runner("changed-scope", changed_scope, settings, store, sources, caches, cache_dir)
+        for note in scope.notes:
             logger.info("%s%s", tag, note)
     result.corpus = corpus_fingerprint(sources)
     if documents is None:

@@ -348,6 +348,13 @@ class Settings(Section):
         return self.docs if self.docs is not None else DEMO_ROOT / "docs"
 
     @property
+    def docs_folder(self) -> Path:
+        """The KB folder on disk; a KB read from git has none, and what needs one is refused."""
+        if self.docs_from_git:
+            raise ConfigError(f"this needs a KB folder on disk; {self.docs} is read from git")
+        return Path(self.docs_root)
+
+    @property
     def sources_roots(self) -> list[Path | str]:
         if self.sources:
             return list(self.sources)

@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tqdm import tqdm
+
 log = logging.getLogger("kbaudit.progress")
 
 
@@ -189,7 +191,7 @@ class Console:
         if interval is None:
             interval = float(os.environ.get("KBAUDIT_PROGRESS_INTERVAL", "30"))
         self.interval = interval
-        self._bars: dict[str, object] = {}
+        self._bars: dict[str, tqdm] = {}
         self._last_line: dict[str, float] = {}
         self._lock = threading.Lock()
 
@@ -214,8 +216,6 @@ class Console:
                 self._plain(event)
 
     def _bar(self, event: Event) -> None:
-        from tqdm import tqdm
-
         bar = self._bars.get(event.stage)
         if bar is None:
             bar = tqdm(

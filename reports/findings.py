@@ -413,7 +413,7 @@ def load(store: Store, run_id: str | None = None, fail_on: tuple[str, ...] = ())
 
     repo = repository_info(docs_root) if docs_root is not None and docs_root.is_dir() else None
     prefix = ""
-    if repo is not None:
+    if repo is not None and docs_root is not None:
         rel = docs_root.resolve().relative_to(repo["root"]).as_posix()
         prefix = "" if rel == "." else rel + "/"
     return Findings(

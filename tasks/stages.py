@@ -8,7 +8,8 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+from uuid import UUID
 
 from prefect import task
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
@@ -29,7 +30,7 @@ class ProgressArtifacts:
     def __init__(self, interval: float = 5.0, key_prefix: str = ""):
         self.interval = interval
         self.key_prefix = key_prefix
-        self._ids: dict[str, object] = {}
+        self._ids: dict[str, UUID] = {}
         self._sent: dict[str, float] = {}
 
     def __call__(self, event: progress.Event) -> None:
@@ -37,7 +38,8 @@ class ProgressArtifacts:
         artifact = self._ids.get(event.stage)
         if artifact is None:
             key = re.sub(r"[^a-z0-9-]+", "-", f"{self.key_prefix}{event.stage}-progress".lower()).strip("-")
-            self._ids[event.stage] = create_progress_artifact(progress=event.percent, key=key, description=event.line())
+            created = create_progress_artifact(progress=event.percent, key=key, description=event.line())
+            self._ids[event.stage] = cast(UUID, created)  # called from sync code: the id itself, not a coroutine
         elif event.finished or now - self._sent.get(event.stage, 0.0) >= self.interval:
             update_progress_artifact(artifact, progress=event.percent, description=event.line())
         else:

@@ -258,7 +258,7 @@ def run(args: argparse.Namespace, settings: dict | None = None) -> dict[str, flo
 
 def targets(m: dict[str, float]) -> str:
     """The issue's targets against this run's figures, one line each."""
-    rows = [
+    rows: list[tuple[str, float, bool | None]] = [  # None: a figure with no target, shown as info
         ("hybrid recall@10 >= 0.95 (static+minilm)", m["hybrid_recall@10"], m["hybrid_recall@10"] >= 0.95),
         ("hybrid recall@3 >= 0.85 (static+minilm)", m["hybrid_recall@3"], m["hybrid_recall@3"] >= 0.85),
         ("hybrid recall@10 above bm25 and dense", m["hybrid_recall@10"],

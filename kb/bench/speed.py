@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kb.chain import audit_and_commit
+from kb.chain import AuditResult, audit_and_commit
 from kb.config import ConfigError, Settings
 from kb.evidence.embed import Embedder
 from kb.evidence.retrieve import Retriever, build_passages
@@ -147,7 +147,7 @@ def _startup_seconds() -> float:
     return time.perf_counter() - started
 
 
-def _timed_run(settings, store) -> tuple[float, object]:
+def _timed_run(settings, store) -> tuple[float, AuditResult]:
     clock = time.perf_counter()
     result, _ = audit_and_commit(settings, store)
     return time.perf_counter() - clock, result

@@ -26,7 +26,7 @@ import pandas as pd
 from kb.correct import review
 from kb.errors import UsageError
 from kb.ingest import git as gitkb
-from kb.store import Store
+from kb.store import Store, rows_of
 
 
 @dataclass
@@ -77,16 +77,16 @@ def describe(store: Store, edit_ids: list[str]) -> list[str]:
         [edit_ids],
     )
     lines = []
-    for r in frame.astype(object).where(frame.notna(), None).itertuples(index=False):
-        date = pd.Timestamp(r.evidence_date).date().isoformat() if r.evidence_date is not None else "undated"
+    for r in rows_of(frame):
+        date = pd.Timestamp(r["evidence_date"]).date().isoformat() if r["evidence_date"] is not None else "undated"
         lines += [
-            f"{r.doc_id}: edit {r.edit_id} ({r.label_before}, {r.state}, run {r.run_id})",
-            f"  claim:    {r.claim_text or r.old_text}",
-            f"  was:      {r.old_text}",
-            f"  now:      {r.new_text}",
-            f"  evidence: {r.evidence_sentence or '(none recorded)'}",
-            f"  source:   {r.evidence_source or '(unknown)'}, dated {date}",
-            f"  receipt:  {r.receipt_id or '(none)'}",
+            f"{r['doc_id']}: edit {r['edit_id']} ({r['label_before']}, {r['state']}, run {r['run_id']})",
+            f"  claim:    {r['claim_text'] or r['old_text']}",
+            f"  was:      {r['old_text']}",
+            f"  now:      {r['new_text']}",
+            f"  evidence: {r['evidence_sentence'] or '(none recorded)'}",
+            f"  source:   {r['evidence_source'] or '(unknown)'}, dated {date}",
+            f"  receipt:  {r['receipt_id'] or '(none)'}",
         ]
     return lines
 

@@ -34,7 +34,7 @@ from kb.config import DEMO_ROOT, ConfigError
 from kb.correct.versions import encode_like, splice, unified_diff
 from kb.errors import StoreError
 from kb.records import Claim, Edit, Evidence, Verdict, content_hash
-from kb.store import Store
+from kb.store import Store, rows_of
 from kb.verify import Verifier, verifier_for  # the model loads on first use, not on import
 
 DECISIONS = {
@@ -112,8 +112,7 @@ def show(store: Store, edit_id: str) -> dict:
     """One edit: its state and details, its history, and the change as a diff."""
     edit_id = resolve(store, edit_id)
 
-    def records(frame: pd.DataFrame) -> list[dict]:  # NaN/NaT as None, so the row is valid JSON
-        return frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+    records = rows_of  # NaN/NaT as None, so the row is valid JSON
 
     row = records(_query(store, "SELECT * FROM edit_state WHERE edit_id = ?", [edit_id]))[0]
     row["history"] = records(_query(store, "SELECT * FROM edit_history WHERE edit_id = ? ORDER BY happened_at", [edit_id]))

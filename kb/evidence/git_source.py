@@ -30,6 +30,7 @@ import posixpath
 import re
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, timezone
+from typing import TypeVar
 
 import pygit2
 
@@ -39,6 +40,8 @@ from kb.evidence.specs import SPEC_SUFFIXES, is_spec_path, spec_document
 from kb.gitspec import PREFIX, GitSpec, GitSpecError, open_repository, parse_spec
 from kb.ingest.parse import ParseError, parse_document
 from kb.records import Document, IngestError, SourceDoc, content_hash
+
+_Obj = TypeVar("_Obj", bound=pygit2.Object)
 
 DOC_SUFFIXES = {".md", ".markdown", ".mdx", ".txt", ".text", ".html", ".htm", ".rst"}
 SOURCE_SUFFIXES = DOC_SUFFIXES | SPEC_SUFFIXES  # a KB read from git takes documents only
@@ -139,11 +142,19 @@ def _relative(path: str, spec_path: str) -> str:
     return path
 
 
+def _object(repo: pygit2.Repository, oid, kind: type[_Obj]) -> _Obj:
+    """The object at oid, typed: a tree entry's mode already says which kind it is."""
+    found = repo[oid]
+    if not isinstance(found, kind):
+        raise TypeError(f"{oid} is a {type(found).__name__}, not a {kind.__name__}")
+    return found
+
+
 def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""):
     for entry in tree:
         path = f"{prefix}{entry.name}"
         if entry.filemode == pygit2.enums.FileMode.TREE:
-            yield from _walk(repo, repo[entry.id], path + "/")
+            yield from _walk(repo, _object(repo, entry.id, pygit2.Tree), path + "/")
         elif entry.filemode == pygit2.enums.FileMode.COMMIT:
             continue  # a submodule: its files are in another repository
         else:
@@ -159,13 +170,13 @@ def _subtree(repo: pygit2.Repository, tree: pygit2.Tree, spec_path: str):
     except KeyError:
         return None
     if entry.filemode == pygit2.enums.FileMode.TREE:
-        return repo[entry.id], spec_path + "/"
+        return _object(repo, entry.id, pygit2.Tree), spec_path + "/"
     return entry, ""
 
 
 def files_at(
     repo: pygit2.Repository, rev: Rev, spec_path: str, where: str, errors: list[IngestError], suffixes=DOC_SUFFIXES
-) -> dict[str, pygit2.Object]:
+) -> dict[str, pygit2.Blob]:
     """Repository path -> blob of each readable document file in scope at rev."""
     found = _subtree(repo, rev.commit.tree, spec_path)
     if found is None:
@@ -176,7 +187,7 @@ def files_at(
         entries = list(_walk(repo, node, prefix))
     else:  # PATH names one file
         entries = [(spec_path, node)]
-    out: dict[str, pygit2.Object] = {}
+    out: dict[str, pygit2.Blob] = {}
     for path, entry in entries:
         if not _in_scope(path, spec_path):
             continue
@@ -186,12 +197,12 @@ def files_at(
         ):
             continue
         if entry.filemode == pygit2.enums.FileMode.LINK:
-            target = repo[entry.id].data.decode("utf-8", "replace")
+            target = _object(repo, entry.id, pygit2.Blob).data.decode("utf-8", "replace")
             resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
             if target.startswith("/") or resolved.startswith("..") or not _in_scope(resolved, spec_path):
                 errors.append(IngestError(f"{where}@{rev.name}:{path}", "sources", f"symlink points outside the tree ({target}): skipped"))
             continue  # a link inside the tree: its target is read as itself
-        blob = repo[entry.id]
+        blob = _object(repo, entry.id, pygit2.Blob)
         if blob.size > MAX_FILE_BYTES:
             errors.append(IngestError(f"{where}@{rev.name}:{path}", "sources", f"file larger than {MAX_FILE_BYTES} bytes: skipped"))
             continue
@@ -204,7 +215,7 @@ def files_at(
 
 def _renames(repo: pygit2.Repository, old: Rev, new: Rev, spec_path: str) -> dict[str, str]:
     """new path -> old path for files git's rename detection pairs between two revs."""
-    diff = repo.diff(old.commit.tree, new.commit.tree)
+    diff = old.commit.tree.diff_to_tree(new.commit.tree)
     diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES)
     out = {}
     for delta in diff.deltas:
@@ -220,7 +231,7 @@ class _Version:
     identity: int
     path: str
     rev: Rev  # the newest rev holding this blob
-    blob: pygit2.Object
+    blob: pygit2.Blob
     first: Rev | None = None  # the oldest rev read that holds it
 
 
@@ -275,25 +286,23 @@ def load_git_sources(text: str, today: date | None = None) -> tuple[list[SourceD
     today = today or date.today()
     _repo, _revs, versions, names = read_versions(spec, errors, suffixes=SOURCE_SUFFIXES)
     out: list[SourceDoc] = []
-    parsed: dict[str, object] = {}
+    parsed: dict[str, Document | None] = {}  # blob id -> parsed once; None: unreadable
     logs: dict[int, list] = {}  # changelog identity -> [(version, doc)], oldest first
     for v in versions:
         source_id = _relative(names[v.identity], spec.path)
         where = f"{spec}@{v.rev.name}:{v.path}"
         key = str(v.blob.id)
-        doc = parsed.get(key)
-        if doc is None and is_spec_path(v.path):
-            doc = spec_document(v.blob.data, source_id, where, errors) or False
-            parsed[key] = doc
-        elif doc is None:
-            try:
-                doc = parse_document(v.blob.data, source_id, v.path)
-            except ParseError as exc:
-                errors.append(IngestError(where, "sources", f"unparsable source: {exc}"))
-                parsed[key] = False
-                continue
-            parsed[key] = doc
-        if doc is False:
+        if key not in parsed:
+            if is_spec_path(v.path):
+                parsed[key] = spec_document(v.blob.data, source_id, where, errors)
+            else:
+                try:
+                    parsed[key] = parse_document(v.blob.data, source_id, v.path)
+                except ParseError as exc:
+                    errors.append(IngestError(where, "sources", f"unparsable source: {exc}"))
+                    parsed[key] = None
+        doc = parsed[key]
+        if doc is None:
             continue
         if doc.ignore or not any(b.text.strip() for b in doc.blocks):
             continue

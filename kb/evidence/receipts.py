@@ -89,7 +89,9 @@ def sign_batch(run_id: str, tool: str, inputs: bytes, outputs: bytes | None, key
     the outputs' sha256 (hex) when the caller has it instead of the bytes (canonical_digest)."""
     created_at = _timestamp(datetime.now(UTC))
     in_h = _sha256(inputs)
-    out_h = outputs_hash if outputs_hash is not None else _sha256(outputs)
+    if outputs_hash is None and outputs is None:
+        raise TypeError("sign_batch needs the outputs or their hash")
+    out_h = outputs_hash if outputs_hash is not None else _sha256(outputs or b"")
     row = {
         "receipt_id": content_hash(f"{run_id}|{tool}|{in_h}|{out_h}|{created_at}"),
         "run_id": str(run_id),

@@ -61,7 +61,7 @@ def load_sources(path: str | Path, today: date | None = None) -> tuple[list[Sour
     (kb.evidence.git_source). See the module rules."""
     col = _Collector(today or date.today())
     if is_git_spec(path):
-        found, errors = load_git_sources(path, today=col.today)
+        found, errors = load_git_sources(str(path), today=col.today)
         col.errors.extend(errors)
         return _dedupe(found, col), col.errors
     path = Path(path)

@@ -13,6 +13,7 @@ dirty files) is a `UsageError`: one line, exit 2, nothing written.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -135,7 +136,7 @@ class FileChange:
     edit_ids: list[str]
 
 
-def patch_text(kb: KbRepo | None, changes: list[FileChange], preamble: list[str] = ()) -> str:
+def patch_text(kb: KbRepo | None, changes: list[FileChange], preamble: Sequence[str] = ()) -> str:
     """One unified diff in git's format (`diff --git a/... b/...`) for every changed file.
 
     Paths are relative to the repository's root when the KB is in one (run `git apply` there),
@@ -145,7 +146,8 @@ def patch_text(kb: KbRepo | None, changes: list[FileChange], preamble: list[str]
     parts = [f"# {line}".rstrip() + "\n" for line in preamble]
     for change in changes:
         path = kb.repo_path(change.doc_id) if kb is not None else change.doc_id
-        parts.append(pygit2.Patch.create_from(change.old, change.new, old_as_path=path, new_as_path=path).text)
+        patch = pygit2.Patch.create_from(change.old, change.new, old_as_path=path, new_as_path=path)
+        parts.append(patch.text or "")  # no text: the two sides are the same bytes
     return "".join(parts)
 
 
@@ -169,7 +171,7 @@ def head_blob(kb: KbRepo, doc_id: str) -> bytes:
         obj = tree[kb.repo_path(doc_id)]
     except KeyError:
         raise FileNotFoundError(f"{kb.repo_path(doc_id)} is not in HEAD") from None
-    if obj.type != pygit2.enums.ObjectType.BLOB:
+    if not isinstance(obj, pygit2.Blob):
         raise IsADirectoryError(f"{kb.repo_path(doc_id)} is not a file in HEAD")
     return obj.data
 
@@ -207,5 +209,7 @@ def commit_on_branch(kb: KbRepo, name: str, changes: list[FileChange], message: 
     tree = index.write_tree(kb.repo)
     signature = _signature(kb.repo)
     commit = kb.repo.create_commit(None, signature, signature, message, tree, [head.id])
-    kb.repo.branches.local.create(name, kb.repo[commit])
+    created = kb.repo[commit]
+    assert isinstance(created, pygit2.Commit)  # create_commit returns a commit's id
+    kb.repo.branches.local.create(name, created)
     return str(commit)

@@ -195,12 +195,12 @@ def review_fields(doc: Document) -> tuple[dict, list[IngestError]]:
             )
         )
         until = None
-    reviewed = None
+    reviewed: dt.date | None = None
     for key in REVIEWED_KEYS:
         value = _as_date(meta.get(key))
         if value == "bad":
             errors.append(IngestError(doc.doc_id, "front_matter", f"{key} {str(meta.get(key))[:40]!r} is not a date (YYYY-MM-DD); ignored"))
-        elif value is not None:
+        elif isinstance(value, dt.date):
             reviewed = value
             break
     reviewed = reviewed or doc.updated

@@ -29,7 +29,8 @@ def _xref_role(name, rawtext, text, lineno, inliner, options=None, content=None)
 
 
 for _name in _SPHINX_ROLES:
-    roles.register_local_role(_name, _xref_role)
+    # docutils' stubs type a role's nodes as references; any inline node is valid at run time
+    roles.register_local_role(_name, _xref_role)  # pyright: ignore[reportArgumentType]
 
 _SETTINGS = {
     "report_level": 5, "halt_level": 5, "warning_stream": False, "file_insertion_enabled": False,

@@ -59,6 +59,12 @@ def new_run_id(now: dt.datetime | None = None) -> str:
     return now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(3)
 
 
+def rows_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A query's rows as dicts, NaN/NaT/NA as None (valid JSON, and `is None` tests hold)."""
+    cleaned = frame.astype(object).where(frame.notna(), None)
+    return cast(list[dict[str, Any]], cleaned.to_dict(orient="records"))
+
+
 def to_arrow(table: str, rows: Iterable) -> pa.Table:
     """Records (dataclasses or dicts) to an Arrow table with the table's schema.
 
@@ -271,7 +277,7 @@ class Store:
         except duckdb.Error:
             return False
         here = str(self.root.resolve()).replace("'", "''")
-        return row is not None and (f"'{here}/runs/" not in row[0] or not full[0])
+        return row is not None and (f"'{here}/runs/" not in row[0] or not (full and full[0]))
 
     def _schema_files(self) -> None:
         """An empty file with the current schema in each append-only table: every view has a file
