@@ -19,6 +19,7 @@ from flows.output import add_format_arguments, chosen_format, dumps_json, format
 from kb import progress
 from kb.config import load_settings
 from kb.errors import ConfigError, KbauditError, StoreError, UsageError
+from kb.evidence.embed import STATIC_DIR, build_static_embedder
 from kb.ingest.git import open_kb_repo
 from kb.store import Store
 from kb.training import train
@@ -100,8 +101,6 @@ def cmd_train(args) -> int:
 
 
 def cmd_build_embedder(args) -> int:
-    from kb.evidence.embed import STATIC_DIR, build_static_embedder
-
     if args.pca_dims < 2:
         raise ConfigError("--pca-dims must be at least 2")
     if args.source and not Path(args.source).is_dir():

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from flows.options import flag_values, settings_flags
 from kb.config import load_settings
-from kb.gitspec import is_git_spec
+from kb.config.gitspec import is_git_spec
 
 DEPLOYMENT = "kbaudit-nightly"
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from kb import notify
 from kb.config import ConfigError
 from kb.store import Store
 from reports import findings as model
+from reports import webhook
 
 FORMATS = ("slack", "json")
 MAX_PER_OWNER = 10  # findings listed per owner in a Slack section (the rest are counted)
@@ -32,13 +32,13 @@ def settings_from(environ) -> dict | None:
     if fmt not in FORMATS:
         raise ConfigError(f"KBAUDIT_NOTIFY_FORMAT must be one of {', '.join(FORMATS)}; got {fmt!r}")
     try:
-        timeout = float(environ.get("KBAUDIT_NOTIFY_TIMEOUT") or notify.DEFAULT_TIMEOUT)
-        retries = int(environ.get("KBAUDIT_NOTIFY_RETRIES") or notify.DEFAULT_RETRIES)
+        timeout = float(environ.get("KBAUDIT_NOTIFY_TIMEOUT") or webhook.DEFAULT_TIMEOUT)
+        retries = int(environ.get("KBAUDIT_NOTIFY_RETRIES") or webhook.DEFAULT_RETRIES)
     except ValueError:
         raise ConfigError("KBAUDIT_NOTIFY_TIMEOUT must be seconds and KBAUDIT_NOTIFY_RETRIES a whole number") from None
     if timeout <= 0 or retries < 0:
         raise ConfigError("KBAUDIT_NOTIFY_TIMEOUT must be above 0 and KBAUDIT_NOTIFY_RETRIES 0 or more")
-    bad = notify.check_url(url)
+    bad = webhook.check_url(url)
     if bad:
         raise ConfigError(f"KBAUDIT_NOTIFY_URL {bad}")
     return {"url": url, "format": fmt, "timeout": timeout, "retries": retries}
@@ -161,7 +161,7 @@ def notify_run(store: Store, run_id: str, environ) -> dict | None:
         return None
     found = model.load(store, run_id)
     payload = slack_payload(found) if config["format"] == "slack" else json_payload(found)
-    outcome = notify.post(config["url"], payload, timeout=config["timeout"], retries=config["retries"])
+    outcome = webhook.post(config["url"], payload, timeout=config["timeout"], retries=config["retries"])
     owners = {f.owner or "(no owner)" for f in found.findings if f.change or f.kind == "removed"}
     return {
         "run_id": run_id,

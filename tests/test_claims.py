@@ -9,8 +9,8 @@ import pytest
 
 from kb.bench.claims import evaluate, load_expected, predict, throughput
 from kb.claims.split import ClaimSettings, split_claims
+from kb.claims.text import sentence_spans
 from kb.ingest.parse import parse_document
-from kb.text import sentence_spans
 
 FIXTURE = Path(__file__).parent / "fixtures" / "claims"
 

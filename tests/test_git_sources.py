@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from kb.config import ConfigError, Settings, load_settings
+from kb.config.gitspec import GitSpecError, parse_spec
 from kb.evidence.git_source import ingest_git, load_git_sources
 from kb.evidence.sources import load_sources
-from kb.gitspec import GitSpecError, parse_spec
 
 TODAY = date(2025, 6, 1)
 

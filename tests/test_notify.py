@@ -17,9 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from kb import notify
 from kb.store import Store
 from reports import queries as q
+from reports import webhook
 from reports.notify import notify_run
 from tests.conftest import DEMO_TODAY
 
@@ -78,10 +78,10 @@ def down_url() -> str:
     return f"http://127.0.0.1:{port}{SECRET_PATH}"
 
 
-# ---- kb.notify.post -------------------------------------------------------------------------------
+# ---- reports.webhook.post -------------------------------------------------------------------------------
 def test_success(hook):
     hook.script, hook.received = [(200, 0.0)], []
-    outcome = notify.post(hook.url, {"text": "hello"})
+    outcome = webhook.post(hook.url, {"text": "hello"})
     assert (outcome.status, outcome.attempts, outcome.http_status, outcome.error) == ("sent", 1, 200, None)
     assert hook.received == [{"path": SECRET_PATH, "body": {"text": "hello"}, "type": "application/json"}]
     assert outcome.target == f"http://127.0.0.1:{hook.server.server_port}" and SECRET_PATH not in outcome.describe()
@@ -90,27 +90,27 @@ def test_success(hook):
 def test_500_then_success_is_retried_with_backoff(hook):
     hook.script, hook.received = [(500, 0.0), (503, 0.0), (200, 0.0)], []
     waits = []
-    outcome = notify.post(hook.url, {"text": "x"}, retries=2, backoff=0.25, sleep=waits.append)
+    outcome = webhook.post(hook.url, {"text": "x"}, retries=2, backoff=0.25, sleep=waits.append)
     assert (outcome.status, outcome.attempts, outcome.http_status) == ("sent", 3, 200)
     assert waits == [0.25, 0.5] and len(hook.received) == 3
 
 
 def test_500_every_time_fails_after_the_retries(hook):
     hook.script, hook.received = [(500, 0.0)], []
-    outcome = notify.post(hook.url, {"text": "x"}, retries=1, sleep=lambda s: None)
+    outcome = webhook.post(hook.url, {"text": "x"}, retries=1, sleep=lambda s: None)
     assert (outcome.status, outcome.attempts, outcome.error) == ("failed", 2, "HTTP 500")
 
 
 def test_400_is_not_retried(hook):
     hook.script, hook.received = [(400, 0.0), (200, 0.0)], []
-    outcome = notify.post(hook.url, {"text": "x"}, retries=3, sleep=lambda s: None)
+    outcome = webhook.post(hook.url, {"text": "x"}, retries=3, sleep=lambda s: None)
     assert (outcome.status, outcome.attempts, outcome.http_status) == ("failed", 1, 400) and len(hook.received) == 1
 
 
 def test_down():
     url = down_url()
     waits = []
-    outcome = notify.post(url, {"text": "x"}, retries=2, backoff=0.1, sleep=waits.append)
+    outcome = webhook.post(url, {"text": "x"}, retries=2, backoff=0.1, sleep=waits.append)
     assert (outcome.status, outcome.attempts, outcome.http_status) == ("failed", 3, None)
     assert outcome.error.startswith("ConnectError") and SECRET_PATH not in outcome.error
     assert waits == [0.1, 0.2]
@@ -118,14 +118,14 @@ def test_down():
 
 def test_slow_times_out(hook):
     hook.script, hook.received = [(200, 1.5)], []
-    outcome = notify.post(hook.url, {"text": "x"}, timeout=0.3, retries=1, sleep=lambda s: None)
+    outcome = webhook.post(hook.url, {"text": "x"}, timeout=0.3, retries=1, sleep=lambda s: None)
     assert (outcome.status, outcome.attempts, outcome.error) == ("failed", 2, "timed out after 0.3 s")
     assert len(hook.received) == 2
 
 
 @pytest.mark.parametrize("url, why", [("ftp://example.com/x", "must be an http:// or https:// URL"), ("not a url", "must be an http")])
 def test_bad_url_is_not_sent(url, why):
-    outcome = notify.post(url, {})
+    outcome = webhook.post(url, {})
     assert outcome.status == "failed" and outcome.attempts == 0 and why in outcome.error
 
 

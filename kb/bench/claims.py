@@ -23,8 +23,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from kb.claims.split import split_claims
+from kb.claims.text import sentence_spans
 from kb.ingest.parse import parse_document
-from kb.text import sentence_spans
 
 FIXTURE_DIR = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "claims"
 

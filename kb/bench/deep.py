@@ -43,7 +43,10 @@ from collections import Counter
 
 import numpy as np
 
+from kb.bench.demo import load_expected, sentence_labels
 from kb.bench.labels import TODAY, VITC, _claim, _evidence, read_jsonl, reportable, verify_with
+from kb.bench.llamaserver import LocalServer, ServerError, available
+from kb.chain import ingest_stage, retrieve_stage, run_audit, sources_stage, split_stage, verify_stage
 from kb.config import ConfigError, CoveSettings, RouteSettings, Settings
 from kb.escalate.llm import LLMClient
 from kb.escalate.route import escalate
@@ -110,8 +113,6 @@ def endpoint(args):
             raise ConfigError("--base-url needs --model NAME (the model the endpoint serves)")
         yield args.base_url, args.model, None
         return
-    from kb.bench.llamaserver import LocalServer, ServerError, available
-
     why = available()
     if why:
         raise ConfigError(f"no --base-url and no bundled server: {why}")
@@ -230,9 +231,6 @@ def bench_pairs(name, claims, evidence, gold, score, verifier, client, rs, tally
 
 
 def bench_demo(client, rs, tally) -> dict[str, float]:
-    from kb.bench.demo import load_expected, sentence_labels
-    from kb.chain import ingest_stage, retrieve_stage, run_audit, sources_stage, split_stage, verify_stage
-
     expected = load_expected()
     gold = [e.label for e in expected]
 

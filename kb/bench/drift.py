@@ -37,16 +37,20 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import subprocess
 import tempfile
 import time
 from datetime import date
 from pathlib import Path
 
+import pygit2
 from rapidfuzz import fuzz
 
 from kb.chain import run_audit
 from kb.config import Settings
+from kb.config.gitspec import open_repository
 from kb.errors import ConfigError
+from kb.evidence.git_source import _tags, _walk
 from kb.ingest.parse import read_front_matter
 from kb.records import Claim
 from kb.verify.slots import canonical
@@ -115,10 +119,6 @@ def audit_project(project: Path, depth: str, today: date | None, cache_dir: Path
 def docs_path_of(repo_path: Path, kb: Path) -> str:
     """The folder of the newest tag's tree that the KB's page names come from (``a/b.md`` is
     page ``a-b.md``): the prefix most page names resolve under."""
-    import pygit2
-
-    from kb.evidence.git_source import _tags, _walk
-
     repo = pygit2.Repository(str(repo_path))
     tags = _tags(repo)
     tree = (tags[-1].commit if tags else repo.head.peel(pygit2.Commit)).tree
@@ -134,12 +134,6 @@ def docs_path_of(repo_path: Path, kb: Path) -> str:
 
 def audit_project_git(project: str, git_root: Path, depth: str, today: date | None, cache_dir: Path | None, work: Path):
     """Clone ``<git_root>/<project>.bundle`` bare and audit the raw KB against every tag."""
-    import subprocess
-
-    from kb.config import Settings
-    from kb.evidence.git_source import _tags
-    from kb.gitspec import open_repository
-
     clone = work / f"{project}.git"
     subprocess.run(["git", "clone", "--quiet", "--bare", str(git_root / f"{project}.bundle"), str(clone)],
                    check=True, capture_output=True)  # fmt: skip

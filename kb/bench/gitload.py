@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 
 from kb.chain import run_audit
+from kb.config import Settings
+from kb.evidence.git_source import load_git_sources
 
 WORDS = ("request", "timeout", "cache", "worker", "queue", "upload", "token", "session", "replica", "index")
 
@@ -68,9 +70,6 @@ def build_repo(root: Path, revs: int, files: int, seed: int) -> Path:
 
 
 def run(args: argparse.Namespace) -> dict[str, float]:
-    from kb.config import Settings
-    from kb.evidence.git_source import load_git_sources
-
     with tempfile.TemporaryDirectory(prefix="kbaudit-bench-git-") as tmp:
         root = Path(tmp)
         t0 = time.perf_counter()

@@ -17,11 +17,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kb.claims.text import sentence_spans
 from kb.config import ClaimSettings
 from kb.errors import ClaimLimitError
 from kb.ingest.parse import OffsetMap
 from kb.records import Block, Claim, Document, content_hash
-from kb.text import sentence_spans
 
 __all__ = ["ClaimLimitError", "ClaimSettings", "split_claims", "classify"]
 

@@ -34,10 +34,10 @@ from typing import TypeVar
 
 import pygit2
 
+from kb.config.gitspec import PREFIX, GitSpec, GitSpecError, open_repository, parse_spec
 from kb.evidence.changelog import changelog_sources, is_changelog, sections
 from kb.evidence.specs import KIND as SPEC_KIND
 from kb.evidence.specs import SPEC_SUFFIXES, is_spec_path, spec_document
-from kb.gitspec import PREFIX, GitSpec, GitSpecError, open_repository, parse_spec
 from kb.ingest.parse import ParseError, parse_document
 from kb.records import Document, IngestError, SourceDoc, content_hash
 

@@ -41,11 +41,10 @@ from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process
 from scipy import sparse
 
-from kb.records import Claim, Evidence, Passage, SourceDoc, content_hash
-
 # Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
 # passages are cut the same way.
-from kb.text import INDEX_STOPWORDS, sentence_spans, stem_index
+from kb.claims.text import INDEX_STOPWORDS, sentence_spans, stem_index
+from kb.records import Claim, Evidence, Passage, SourceDoc, content_hash
 
 # ---------------------------------------------------------------- tokens (BM25, alignment)
 

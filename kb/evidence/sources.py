@@ -32,12 +32,12 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from kb.config.gitspec import is_git_spec
 from kb.evidence.changelog import changelog_sources, is_changelog, release_notes_json
 from kb.evidence.dates import parse_date
 from kb.evidence.git_source import load_git_sources
 from kb.evidence.specs import KIND as SPEC_KIND
 from kb.evidence.specs import is_spec_path, spec_document
-from kb.gitspec import is_git_spec
 from kb.ingest.parse import ParseError, parse_document
 from kb.ingest.walk import list_documents
 from kb.records import Block, IngestError, SourceDoc, content_hash

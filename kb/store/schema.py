@@ -259,7 +259,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("found_on", pa.date32()),
         ]
     ),
-    # The outcome of each run's webhook notification (kb.notify), appended after the run's
+    # The outcome of each run's webhook notification (reports.webhook), appended after the run's
     # commit: the runs row is written before the notification is sent.
     "notifications": pa.schema(
         [

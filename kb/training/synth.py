@@ -23,7 +23,7 @@ import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from kb.text import split_at_stops
+from kb.claims.text import split_at_stops
 
 SUPPORTS, REFUTES, NEI = "supports", "refutes", "nei"
 PAIR_LABELS = (SUPPORTS, REFUTES, NEI)  # a synthetic pair's label (not a verdict: kb.records.LABELS)

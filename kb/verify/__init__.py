@@ -29,8 +29,8 @@ from datetime import date
 from typing import Any
 
 from kb.claims.split import SETTING_NOTE, setting_line, setting_option
+from kb.claims.text import passage_sentences
 from kb.records import Claim, Evidence, Judgement, Verdict
-from kb.text import passage_sentences
 from kb.verify.model import ModelJudge
 from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status
 from kb.verify.revision import apply_contrast

@@ -27,8 +27,8 @@ from collections import defaultdict
 from datetime import date
 
 from kb.claims.split import SETTING_NOTE
+from kb.claims.text import passage_sentences
 from kb.records import Claim, Evidence, Judgement, Verdict
-from kb.text import passage_sentences
 from kb.verify.slots import canonical, extract, informative_words, similarity, word_tokens
 
 DEFAULT_THRESHOLDS = {

@@ -26,8 +26,8 @@ import logging
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.records import Judgement
-from kb.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.verify.policy import newest_dates
 from kb.verify.slots import (
     NEGATIONS,

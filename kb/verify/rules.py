@@ -27,8 +27,8 @@ import logging
 import re
 from difflib import SequenceMatcher
 
+from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.records import Judgement
-from kb.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.verify.slots import (
     Quantity,
     Slots,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from kb.text import OVERLAP_STOPWORDS, stem_overlap
+from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 
 # ---------------------------------------------------------------------------------------------
 # normalisation and tokens

@@ -28,11 +28,11 @@ from importlib import resources
 from pathlib import Path
 
 from kb.chain import run_audit, status_stage
+from kb.claims.text import sentence_spans
 from kb.config import DEPTH_NAMES, DEPTHS, Settings
 from kb.errors import ConfigError
 from kb.ingest.parse import parse_document
 from kb.records import Claim, Verdict, content_hash
-from kb.text import sentence_spans
 
 SCHEMA_ID = "kbaudit/verifyloop-report/1"
 REPORT_SCHEMA_FILE = "verifyloop-report.schema.json"

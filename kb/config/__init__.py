@@ -40,14 +40,14 @@ import fsspec
 from fsspec.registry import known_implementations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from kb import gitspec
+from kb.config import gitspec
+from kb.config.gitspec import is_git_spec
 from kb.errors import ConfigError
-from kb.gitspec import is_git_spec
 from kb.records import LABELS, Claim
 
 DEPTHS = ("D0", "D1", "D2", "D3", "D4", "D5")
 DEPTH_NAMES = {"fast": "D1", "standard": "D2", "strict": "D3", "audit": "D5"}
-DEMO_ROOT = Path(__file__).parent / "demo"
+DEMO_ROOT = Path(__file__).parent.parent / "demo"
 RETRIEVAL_PATHS = ("static+minilm", "minilm")
 ENV_PREFIX = "KBAUDIT_"
 
