@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import types
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -40,13 +41,34 @@ def flag_values(args: argparse.Namespace) -> dict:
 
 def params_arguments(parser: argparse.ArgumentParser, params: type[BaseModel]) -> None:
     """Flags for a bench's or the trainer's typed parameters: one per field, `--field-name`,
-    help from the field's description; a bool field is a switch."""
+    help from the field's description; a bool field is a switch, a Literal field takes one of
+    its values (argparse `choices`), an int or float field is parsed as one. A value argparse
+    cannot take is its usage error (exit 2, before anything runs), as for a flag written by hand."""
     for name, info in params.model_fields.items():
         flag = "--" + name.replace("_", "-")
-        if info.annotation is bool:
+        kind = _without_none(info.annotation)
+        if kind is bool:
             parser.add_argument(flag, dest=name, action="store_true", default=None, help=info.description)
-        else:
-            parser.add_argument(flag, dest=name, default=None, required=info.is_required(), help=info.description)
+            continue
+        options: dict[str, Any] = {}
+        if get_origin(kind) is Literal:
+            choices = get_args(kind)
+            options["choices"] = choices
+            value_types = {type(c) for c in choices}
+            if len(value_types) == 1 and value_types <= {int, float}:
+                options["type"] = value_types.pop()
+        elif kind in (int, float):
+            options["type"] = kind
+        parser.add_argument(flag, dest=name, default=None, required=info.is_required(), help=info.description, **options)
+
+
+def _without_none(annotation: Any) -> Any:
+    """`X | None` (or Optional[X]) -> X; any other annotation as it is."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        rest = [a for a in get_args(annotation) if a is not type(None)]
+        if len(rest) == 1:
+            return rest[0]
+    return annotation
 
 
 def params_from(args: argparse.Namespace, params: type[P]) -> P:

@@ -1,9 +1,14 @@
+import argparse
 from datetime import date
 from pathlib import Path
+from typing import Literal
 
 import pytest
+from pydantic import BaseModel, Field
 
+from flows.options import params_arguments, params_from
 from kb.config import ConfigError, load_settings
+from kb.errors import UsageError
 
 
 def test_precedence_file_then_env_then_flags(tmp_path: Path):
@@ -107,3 +112,65 @@ def test_every_run_flag_is_a_setting_and_reaches_it(tmp_path: Path, monkeypatch)
     settings = load_settings(flags, cwd=tmp_path, environ={})
     assert (settings.depth, settings.full, settings.fail_on, settings.dask_workers) == ("D2", True, ("stale", "uncertain"), 3)
     assert load_settings(flag_values(build_parser().parse_args(["run"])), cwd=tmp_path, environ={"KBAUDIT_FULL": "1"}).full
+
+
+class _Sample(BaseModel):
+    """Parameters of every kind params_arguments knows."""
+
+    source: str = Field(description="a required path")
+    count: int = Field(default=5, description="an int with a default")
+    limit: int | None = Field(default=None, description="an optional int")
+    ratio: float = Field(default=0.5, description="a float")
+    mode: Literal["joint", "factored"] = Field(default="joint", description="one of two modes")
+    level: Literal[1, 2, 3] = 1
+    quiet: bool = Field(default=False, description="a switch")
+
+
+def _sample_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sample")
+    params_arguments(parser, _Sample)
+    return parser
+
+
+def test_params_flags_are_typed_and_left_out_ones_take_the_field_defaults():
+    parser = _sample_parser()
+    given = params_from(parser.parse_args(["--source", "a.jsonl", "--count", "7", "--limit", "3", "--ratio", "0.25",
+                                           "--mode", "factored", "--level", "3", "--quiet"]), _Sample)  # fmt: skip
+    assert given == _Sample(source="a.jsonl", count=7, limit=3, ratio=0.25, mode="factored", level=3, quiet=True)
+    left_out = params_from(parser.parse_args(["--source", "a.jsonl"]), _Sample)
+    assert left_out == _Sample(source="a.jsonl")
+    assert (left_out.count, left_out.limit, left_out.mode, left_out.quiet) == (5, None, "joint", False)
+    text = parser.format_help()
+    assert "--mode {joint,factored}" in text and "--level {1,2,3}" in text and "--count COUNT" in text
+    assert "one of two modes" in text and "--quiet " in text and "QUIET" not in text
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--mode", "chatty"], "argument --mode: invalid choice: 'chatty' (choose from "),  # the list's quoting varies by Python
+        (["--level", "4"], "argument --level: invalid choice: 4 (choose from "),
+        (["--level", "one"], "argument --level: invalid int value: 'one'"),
+        (["--count", "abc"], "argument --count: invalid int value: 'abc'"),
+        (["--limit", "1.5"], "argument --limit: invalid int value: '1.5'"),
+        (["--ratio", "half"], "argument --ratio: invalid float value: 'half'"),
+        ([], "the following arguments are required: --source"),
+    ],
+)
+def test_bad_params_flag_values_are_one_usage_error_line_exit_2(argv, message, capsys):
+    parser = _sample_parser()
+    with pytest.raises(SystemExit) as exit_:
+        parser.parse_args((["--source", "a.jsonl"] if argv else []) + argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("usage: sample") and err[-1].startswith(f"sample: error: {message}")
+
+
+def test_params_value_the_model_refuses_is_a_usage_error_naming_the_flag():
+    class Bounded(BaseModel):
+        limit: int = Field(default=10, ge=1)
+
+    parser = argparse.ArgumentParser(prog="bounded")
+    params_arguments(parser, Bounded)
+    with pytest.raises(UsageError, match=r"^bad value for --limit: 0 \(Input should be greater than or equal to 1\)$"):
+        params_from(parser.parse_args(["--limit", "0"]), Bounded)
