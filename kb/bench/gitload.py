@@ -14,12 +14,13 @@ the pages; then, in one process:
 
 from __future__ import annotations
 
-import argparse
 import random
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from pydantic import BaseModel, Field
 
 from kb.chain import run_audit
 from kb.config import Settings
@@ -28,12 +29,14 @@ from kb.evidence.git_source import load_git_sources
 WORDS = ("request", "timeout", "cache", "worker", "queue", "upload", "token", "session", "replica", "index")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--revs", type=int, default=50, help="tagged releases (default 50)")
-    parser.add_argument("--files", type=int, default=1000, help="Markdown pages in the docs tree (default 1000)")
-    parser.add_argument("--kb-pages", type=int, default=20, help="pages of the audited KB (default 20)")
-    parser.add_argument("--depth", default="D0", help="verification depth of the audit (default D0)")
-    parser.add_argument("--seed", type=int, default=7)
+class Params(BaseModel):
+    """`kbaudit bench git` parameters."""
+
+    revs: int = Field(default=50, description="tagged releases (default 50)")
+    files: int = Field(default=1000, description="Markdown pages in the docs tree (default 1000)")
+    kb_pages: int = Field(default=20, description="pages of the audited KB (default 20)")
+    depth: str = Field(default="D0", description="verification depth of the audit (default D0)")
+    seed: int = 7
 
 
 def _page(i: int, values: list[int]) -> str:
@@ -69,11 +72,11 @@ def build_repo(root: Path, revs: int, files: int, seed: int) -> Path:
     return repo
 
 
-def run(args: argparse.Namespace) -> dict[str, float]:
+def run(params: Params) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="kbaudit-bench-git-") as tmp:
         root = Path(tmp)
         t0 = time.perf_counter()
-        repo = build_repo(root, args.revs, args.files, args.seed)
+        repo = build_repo(root, params.revs, params.files, params.seed)
         build_s = time.perf_counter() - t0
         spec = f"git:{repo}@tags:docs"
         t0 = time.perf_counter()
@@ -83,17 +86,17 @@ def run(args: argparse.Namespace) -> dict[str, float]:
         kb.mkdir()
         first = subprocess.run(["git", "-C", str(repo), "rev-list", "--max-parents=0", "main"], check=True,
                                capture_output=True, text=True).stdout.strip()  # fmt: skip
-        for i in range(args.kb_pages):
+        for i in range(params.kb_pages):
             text = subprocess.run(["git", "-C", str(repo), "show", f"{first}:docs/section-{i % 25}/page-{i}.md"],
                                   check=True, capture_output=True, text=True).stdout  # fmt: skip
             (kb / f"page-{i}.md").write_text("---\nupdated: 2020-09-13\n---\n" + text, encoding="utf-8")
-        settings = Settings(docs=kb, sources=[spec], depth=args.depth, full=True).validate()
+        settings = Settings(docs=kb, sources=[spec], depth=params.depth, full=True).validate()
         t0 = time.perf_counter()
         result = run_audit(settings)
         audit_s = time.perf_counter() - t0
     return {
-        "git_revs": float(args.revs),
-        "git_files": float(args.files),
+        "git_revs": float(params.revs),
+        "git_files": float(params.files),
         "source_versions": float(len(sources)),
         "ingest_errors": float(len(errors)),
         "repo_build_s": build_s,
