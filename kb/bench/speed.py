@@ -16,7 +16,6 @@ SciFact corpus. Every figure comes from one process, so the ratios compare like 
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import re
@@ -27,6 +26,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
 
 from kb.chain import AuditResult, audit_and_commit
 from kb.config import ConfigError, Settings
@@ -39,36 +41,30 @@ SENTENCES_PER_PAGE = 10
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "scifact" / "corpus.jsonl"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--claims", type=int, default=2000, help="claims in the synthetic KB (default 2000)")
-    parser.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="SciFact corpus.jsonl (the sources)")
-    parser.add_argument("--depth", default="D1", help="verification depth (default D1)")
-    parser.add_argument("--workdir", help="keep the KB and store here (default: a temporary folder)")
-    parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument(
-        "--corpus-extra",
-        type=int,
+class Params(BaseModel):
+    """`kbaudit bench speed` parameters."""
+
+    claims: int = Field(default=2000, description="claims in the synthetic KB (default 2000)")
+    corpus: str = Field(default=str(DEFAULT_CORPUS), description="SciFact corpus.jsonl (the sources)")
+    depth: str = Field(default="D1", description="verification depth (default D1)")
+    workdir: str | None = Field(default=None, description="keep the KB and store here (default: a temporary folder)")
+    seed: int = 13
+    corpus_extra: int | None = Field(
         default=None,
-        help="sources: only the abstracts the KB was built from plus this many others (default: the whole corpus)",
+        description="sources: only the abstracts the KB was built from plus this many others (default: the whole corpus)",
     )
-    parser.add_argument(
-        "--full-only",
-        action="store_true",
-        help="only the full run: claims/s and peak RSS at sizes where the floor and reruns would take too long",
+    full_only: bool = Field(
+        default=False,
+        description="only the full run: claims/s and peak RSS at sizes where the floor and reruns would take too long",
     )
-    parser.add_argument(
-        "--paths",
-        choices=("both", "static+minilm", "minilm"),
+    paths: Literal["both", "static+minilm", "minilm"] = Field(
         default="both",
-        help="retrieval paths to run: both (default: the default path, then the MiniLM-only path, side by side) or one",
+        description="retrieval paths to run: both (default: the default path, then the MiniLM-only path, side by side) or one",
     )
-    parser.add_argument(
-        "--floor", action="store_true", help="also measure the MiniLM embedding floor (slow: every text embedded once more)"
-    )
-    parser.add_argument(
-        "--warm-embeddings",
+    floor: bool = Field(default=False, description="also measure the MiniLM embedding floor (slow: every text embedded once more)")
+    warm_embeddings: str | None = Field(
         default=None,
-        help="copy this embedding cache (a store's cache/embeddings) in first; the run is then not a cold full run",
+        description="copy this embedding cache (a store's cache/embeddings) in first; the run is then not a cold full run",
     )
 
 
@@ -164,25 +160,25 @@ def _minilm_encodings(store_dir: Path) -> int:
     return total
 
 
-def run(args: argparse.Namespace) -> dict[str, float]:
+def run(params: Params) -> dict[str, float]:
     import datetime as dt
 
-    corpus = Path(args.corpus)
+    corpus = Path(params.corpus)
     if not corpus.is_file():
         raise ConfigError(f"SciFact corpus not found: {corpus} (pass --corpus)")
-    if args.warm_embeddings and not args.full_only:
+    if params.warm_embeddings and not params.full_only:
         raise ConfigError("--warm-embeddings needs --full-only: a warm cache would make the full-run ratios meaningless")
-    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="kbaudit-speed-"))
+    work = Path(params.workdir) if params.workdir else Path(tempfile.mkdtemp(prefix="kbaudit-speed-"))
     docs, out = work / "kb", work / "store"
     for folder in (docs, out, work / "store-minilm"):
         shutil.rmtree(folder, ignore_errors=True)
-    pages, used = build_kb(corpus, args.claims, docs, args.seed)
-    if args.corpus_extra is not None:
-        corpus = subset_corpus(corpus, used, args.corpus_extra, work / "corpus.jsonl", args.seed)
-    paths = ("static+minilm", "minilm") if args.paths == "both" else (args.paths,)
-    base = Settings(docs=docs, sources=[corpus], out=out, depth=args.depth, today=dt.date(2026, 1, 1), retrieval_path=paths[0]).validate()
-    if args.warm_embeddings:
-        shutil.copytree(Path(args.warm_embeddings), out / "cache" / "embeddings")
+    pages, used = build_kb(corpus, params.claims, docs, params.seed)
+    if params.corpus_extra is not None:
+        corpus = subset_corpus(corpus, used, params.corpus_extra, work / "corpus.jsonl", params.seed)
+    paths = ("static+minilm", "minilm") if params.paths == "both" else (params.paths,)
+    base = Settings(docs=docs, sources=[corpus], out=out, depth=params.depth, today=dt.date(2026, 1, 1), retrieval_path=paths[0]).validate()
+    if params.warm_embeddings:
+        shutil.copytree(Path(params.warm_embeddings), out / "cache" / "embeddings")
     store = Store(out)
 
     # The default path first, so the peak RSS read after it is its own.
@@ -198,12 +194,12 @@ def run(args: argparse.Namespace) -> dict[str, float]:
         "cold_claims_per_s": n / full_s,
         "minilm_encodings": float(_minilm_encodings(out)),
         "peak_rss_mb": _peak_rss_mb(),
-        "warm_embeddings": 1.0 if args.warm_embeddings else 0.0,
+        "warm_embeddings": 1.0 if params.warm_embeddings else 0.0,
     }
     del result
 
-    if not args.full_only:
-        changed = change_pages(pages, 0.01, args.seed)
+    if not params.full_only:
+        changed = change_pages(pages, 0.01, params.seed)
         change_s, _ = _timed_run(base, store)
         nochange_s, nochange = _timed_run(base, store)
         metrics.update(
@@ -230,7 +226,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
             }
         )
 
-    if args.floor:
+    if params.floor:
         # The floor: the same texts (claims, and passages as the retriever indexes them) embedded
         # once with the MiniLM and no cache.
         sources, _ = load_sources(corpus, today=base.run_date)
@@ -243,9 +239,9 @@ def run(args: argparse.Namespace) -> dict[str, float]:
         metrics["floor_s"] = time.perf_counter() - clock
         metrics["floor_texts"] = float(len(texts))
         metrics["full_over_floor"] = full_s / metrics["floor_s"]
-    if not args.full_only:
+    if not params.full_only:
         metrics["startup_s"] = _startup_seconds()
-    if not args.workdir:
+    if not params.workdir:
         shutil.rmtree(work, ignore_errors=True)
     print(targets(metrics))
     return metrics
