@@ -27,13 +27,15 @@ default path (static first stage, the MiniLM on the candidates), then on the Min
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import random
 import tempfile
 import time
 from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
 
 from kb.evidence.embed import Embedder, StaticEmbedder
 from kb.evidence.retrieve import Retriever, build_passages
@@ -45,28 +47,25 @@ RECALL_AT = (1, 3, 10)
 DEPTH = 100
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--claims", required=True, help="SciFact-format claims JSONL (id, claim, evidence)")
-    parser.add_argument("--corpus", required=True, help="SciFact corpus JSONL (doc_id, title, abstract) or any sources path")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N claims with evidence")
-    parser.add_argument("--cache-dir", default=None, help="embedding cache folder, must start empty (default: a fresh temporary one)")
-    parser.add_argument(
-        "--paths",
-        choices=("both", "static+minilm"),
+class Params(BaseModel):
+    """`kbaudit bench retrieval` parameters."""
+
+    claims: str = Field(description="SciFact-format claims JSONL (id, claim, evidence)")
+    corpus: str = Field(description="SciFact corpus JSONL (doc_id, title, abstract) or any sources path")
+    limit: int | None = Field(default=None, description="only the first N claims with evidence")
+    cache_dir: str | None = Field(default=None, description="embedding cache folder, must start empty (default: a fresh temporary one)")
+    paths: Literal["both", "static+minilm"] = Field(
         default="both",
-        help="both (default): the default path and the MiniLM-only path side by side; static+minilm: the default path only",
+        description="both (default): the default path and the MiniLM-only path side by side; static+minilm: the default path only",
     )
-    parser.add_argument("--static-model", default=None, help="first-stage model folder (default: the shipped static model)")
-    parser.add_argument(
-        "--minilm-cache",
+    static_model: str | None = Field(default=None, description="first-stage model folder (default: the shipped static model)")
+    minilm_cache: str | None = Field(
         default=None,
-        help="embedding cache for the MiniLM-only path's passage vectors (kept between runs; its index time then adds the floor)",
+        description="embedding cache for the MiniLM-only path's passage vectors (kept between runs; its index time then adds the floor)",
     )
-    parser.add_argument(
-        "--floor-sample",
-        type=float,
+    floor_sample: float = Field(
         default=1.0,
-        help="embed this random fraction of the texts for the floor and scale the time up (default 1.0: all of them)",
+        description="embed this random fraction of the texts for the floor and scale the time up (default 1.0: all of them)",
     )
 
 
@@ -140,18 +139,19 @@ def _quality(retriever: Retriever, queries: list[str], gold: list[set[str]], mod
     return out
 
 
-def run(args: argparse.Namespace, settings: dict | None = None) -> dict[str, float]:
+def run(params: Params, settings: dict | None = None) -> dict[str, float]:
+    """The figures; `settings`: keyword arguments for every Retriever built (default: its own)."""
     settings = settings or {}
-    sources, errors = load_sources(args.corpus)
-    items = load_claims(args.claims, getattr(args, "limit", None))
+    sources, errors = load_sources(params.corpus)
+    items = load_claims(params.claims, params.limit)
     claims = [Claim(claim_id=cid, doc_id="bench", version_id="bench", start=0, end=0, source_text=t, text=t) for cid, t, _ in items]
     gold = [g for _, _, g in items]
     queries = [c.text for c in claims]
-    static_path = getattr(args, "static_model", None)
-    minilm_cache = getattr(args, "minilm_cache", None)
+    static_path = params.static_model
+    minilm_cache = params.minilm_cache
 
     tmp = None
-    cache_dir = getattr(args, "cache_dir", None)
+    cache_dir = params.cache_dir
     if cache_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="kbaudit-bench-")
         cache_dir = tmp.name
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace, settings: dict | None = None) -> dict[str, flo
         model = floor.model
         probe = Retriever(floor, **settings)
         texts = list(dict.fromkeys(probe.index_text(p, s) for src in sources for p, s in build_passages(src, probe.window, probe.stride)))
-        fraction = min(1.0, max(0.0, float(getattr(args, "floor_sample", 1.0) or 1.0)))
+        fraction = min(1.0, max(0.0, float(params.floor_sample or 1.0)))
         sample = texts if fraction >= 1.0 else random.Random(0).sample(texts, max(1, round(fraction * len(texts))))
         log.info("floor: embedding %d of %d passage texts", len(sample), len(texts))
         t0 = time.perf_counter()
@@ -190,7 +190,7 @@ def run(args: argparse.Namespace, settings: dict | None = None) -> dict[str, flo
         n_pass = len(retriever.passages)
         del retriever
         total_s = index_s + search_s
-        if getattr(args, "paths", "both") == "both":
+        if params.paths == "both":
             # The MiniLM-only path, same process. With --minilm-cache its passage vectors may come
             # from an earlier run; its index time then adds the floor (the model time it skipped).
             mini = Embedder(cache_dir=minilm_cache or Path(cache_dir) / "minilm-only")
