@@ -33,15 +33,16 @@ largest used fraction of calls, tokens and seconds) and ``deep_seconds``.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
 import os
 import time
 from collections import Counter
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, Field
 
 from kb.bench.demo import load_expected, sentence_labels
 from kb.bench.labels import TODAY, VITC, _claim, _evidence, read_jsonl, reportable, verify_with
@@ -62,31 +63,35 @@ REASON_NAMES = tuple(dict.fromkeys(REASONS.values()))
 OWN_LABELS = {**VITC, **{lab: lab for lab in LABELS}, "SUPPORTED": "supported", "REFUTED": "contradicted", "NEI": "uncertain"}
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint up to /v1 (default: start the bundled llama.cpp server)")
-    parser.add_argument("--model", help="the model name the endpoint serves (needed with --base-url)")
-    parser.add_argument("--fever", help="FEVER-Lite JSONL (claim, label, evidence: [sentences])")
-    parser.add_argument("--vitaminc", help="VitaminC JSONL (claim, evidence, label, page)")
-    parser.add_argument("--claims", help="JSONL of labelled claims: claim, evidence (text or list), label")
-    parser.add_argument("--limit", type=int, default=200, help="at most N validation records of each set (default 200)")
-    parser.add_argument(
-        "--skip",
-        type=int,
-        default=0,
-        help="leave out the first N validation records of each set (a development run on records a report does not use)",
+class Params(BaseModel):
+    """`kbaudit bench deep` parameters."""
+
+    base_url: str | None = Field(
+        default=None, description="an OpenAI-compatible endpoint up to /v1 (default: start the bundled llama.cpp server)"
     )
-    parser.add_argument("--dump", help="write one JSON line per escalated claim (route, reason, answers, labels) to this file")
-    parser.add_argument("--no-demo", action="store_true", help="leave out the demo KB")
-    parser.add_argument("--mode", choices=("joint", "factored"), default="joint", help="CoVe mode (default joint: 1 call a claim)")
-    parser.add_argument("--threshold", type=float, default=None, help="escalate below this confidence (default 0.8, as a run)")
-    parser.add_argument("--questions", type=int, default=2, help="verification questions per claim (default 2)")
-    parser.add_argument("--max-tokens-per-call", type=int, default=256, help="max_tokens of each request (default 256)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
-    parser.add_argument("--max-seconds", type=float, default=1800.0, help="deep verifier time per set (default 1800)")
-    parser.add_argument("--max-calls", type=int, default=2000, help="deep verifier calls per set (default 2000)")
-    parser.add_argument("--concurrency", type=int, default=None, help="requests in flight (default 1 for the bundled server, else 4)")
-    parser.add_argument("--n-ctx", type=int, default=2048, help="bundled server: context window in tokens (default 2048)")
-    parser.add_argument("--threads", type=int, default=1, help="bundled server: CPU threads (default 1)")
+    model: str | None = Field(default=None, description="the model name the endpoint serves (needed with --base-url)")
+    fever: str | None = Field(default=None, description="FEVER-Lite JSONL (claim, label, evidence: [sentences])")
+    vitaminc: str | None = Field(default=None, description="VitaminC JSONL (claim, evidence, label, page)")
+    claims: str | None = Field(default=None, description="JSONL of labelled claims: claim, evidence (text or list), label")
+    limit: int = Field(default=200, description="at most N validation records of each set (default 200)")
+    skip: int = Field(
+        default=0,
+        description="leave out the first N validation records of each set (a development run on records a report does not use)",
+    )
+    dump: str | None = Field(
+        default=None, description="write one JSON line per escalated claim (route, reason, answers, labels) to this file"
+    )
+    no_demo: bool = Field(default=False, description="leave out the demo KB")
+    mode: Literal["joint", "factored"] = Field(default="joint", description="CoVe mode (default joint: 1 call a claim)")
+    threshold: float | None = Field(default=None, description="escalate below this confidence (default 0.8, as a run)")
+    questions: int = Field(default=2, description="verification questions per claim (default 2)")
+    max_tokens_per_call: int = Field(default=256, description="max_tokens of each request (default 256)")
+    timeout: float = Field(default=60.0, description="seconds per request (default 60)")
+    max_seconds: float = Field(default=1800.0, description="deep verifier time per set (default 1800)")
+    max_calls: int = Field(default=2000, description="deep verifier calls per set (default 2000)")
+    concurrency: int | None = Field(default=None, description="requests in flight (default 1 for the bundled server, else 4)")
+    n_ctx: int = Field(default=2048, description="bundled server: context window in tokens (default 2048)")
+    threads: int = Field(default=1, description="bundled server: CPU threads (default 1)")
 
 
 class TimedClient(LLMClient):
@@ -106,18 +111,18 @@ class TimedClient(LLMClient):
 
 
 @contextlib.contextmanager
-def endpoint(args):
+def endpoint(params: Params):
     """(base_url, model, server-or-None): the given endpoint, or the bundled server started here."""
-    if getattr(args, "base_url", None):
-        if not getattr(args, "model", None):
+    if params.base_url:
+        if not params.model:
             raise ConfigError("--base-url needs --model NAME (the model the endpoint serves)")
-        yield args.base_url, args.model, None
+        yield params.base_url, params.model, None
         return
     why = available()
     if why:
         raise ConfigError(f"no --base-url and no bundled server: {why}")
     try:
-        server = LocalServer(n_ctx=args.n_ctx, threads=args.threads).start()
+        server = LocalServer(n_ctx=params.n_ctx, threads=params.threads).start()
     except ServerError as exc:
         raise ConfigError(str(exc).splitlines()[0]) from None
     log.info("bundled llama.cpp server ready on %s in %.1f s", server.base_url, server.started_s)
@@ -127,13 +132,13 @@ def endpoint(args):
         server.stop()
 
 
-def route_settings(args) -> RouteSettings:
-    bundled = not getattr(args, "base_url", None)
-    cove = CoveSettings(mode=args.mode, questions=args.questions)
-    extra = {} if args.threshold is None else {"threshold": args.threshold}
+def route_settings(params: Params) -> RouteSettings:
+    bundled = not params.base_url
+    cove = CoveSettings(mode=params.mode, questions=params.questions)
+    extra: dict[str, Any] = {} if params.threshold is None else {"threshold": params.threshold}  # else the run's default
     return RouteSettings(
-        **extra, timeout=args.timeout, max_seconds=args.max_seconds, max_calls=args.max_calls, max_retries=2,
-        concurrency=args.concurrency or (1 if bundled else 4), max_tokens_per_call=args.max_tokens_per_call, cove=cove,
+        **extra, timeout=params.timeout, max_seconds=params.max_seconds, max_calls=params.max_calls, max_retries=2,
+        concurrency=params.concurrency or (1 if bundled else 4), max_tokens_per_call=params.max_tokens_per_call, cove=cove,
     )  # fmt: skip
 
 
@@ -261,32 +266,32 @@ def bench_demo(client, rs, tally) -> dict[str, float]:
     return out
 
 
-def _window(rows: list[dict], args) -> list[dict]:
-    skip = max(0, getattr(args, "skip", 0) or 0)
-    return rows[skip : skip + args.limit]
+def _window(rows: list[dict], params: Params) -> list[dict]:
+    skip = max(0, params.skip)
+    return rows[skip : skip + params.limit]
 
 
-def run(args: argparse.Namespace) -> dict[str, float]:
-    if args.limit is not None and args.limit < 1:
+def run(params: Params) -> dict[str, float]:
+    if params.limit < 1:
         raise ConfigError("--limit must be at least 1")
     sets = []
-    if getattr(args, "fever", None):
-        rows, part = reportable(args.fever, read_jsonl(args.fever))
-        log.info("FEVER-Lite: %s, %d records from %d", part, args.limit, args.skip)
-        sets.append(("fever", fever_set(_window(rows, args))))
-    if getattr(args, "vitaminc", None):
-        rows, part = reportable(args.vitaminc, read_jsonl(args.vitaminc))
-        log.info("VitaminC: %s, %d records from %d", part, args.limit, args.skip)
-        sets.append(("vitaminc", vitaminc_set(_window(rows, args))))
-    if getattr(args, "claims", None):
-        rows, part = reportable(args.claims, read_jsonl(args.claims))
-        sets.append(("claims", claims_set(_window(rows, args))))
-    if not sets and getattr(args, "no_demo", False):
+    if params.fever:
+        rows, part = reportable(params.fever, read_jsonl(params.fever))
+        log.info("FEVER-Lite: %s, %d records from %d", part, params.limit, params.skip)
+        sets.append(("fever", fever_set(_window(rows, params))))
+    if params.vitaminc:
+        rows, part = reportable(params.vitaminc, read_jsonl(params.vitaminc))
+        log.info("VitaminC: %s, %d records from %d", part, params.limit, params.skip)
+        sets.append(("vitaminc", vitaminc_set(_window(rows, params))))
+    if params.claims:
+        rows, part = reportable(params.claims, read_jsonl(params.claims))
+        sets.append(("claims", claims_set(_window(rows, params))))
+    if not sets and params.no_demo:
         raise ConfigError("nothing to measure: give --fever, --vitaminc or --claims, or leave out --no-demo")
-    rs = route_settings(args)
+    rs = route_settings(params)
     metrics: dict[str, float] = {}
     tally = Tally()
-    with endpoint(args) as (base_url, model, server):
+    with endpoint(params) as (base_url, model, server):
         client = TimedClient(base_url, model, api_key=os.environ.get("KBAUDIT_LLM_API_KEY") or None, timeout=rs.timeout,
                              max_retries=rs.max_retries, backoff=rs.backoff, max_backoff=rs.max_backoff,
                              concurrency=rs.concurrency, max_tokens=rs.max_tokens_per_call)  # fmt: skip
@@ -295,15 +300,15 @@ def run(args: argparse.Namespace) -> dict[str, float]:
                 verifier = Verifier(VerifierSettings())
                 for name, (claims, evidence, gold, score) in sets:
                     metrics.update(bench_pairs(name, claims, evidence, gold, score, verifier, client, rs, tally))
-            if not getattr(args, "no_demo", False):
+            if not params.no_demo:
                 metrics.update(bench_demo(client, rs, tally))
         finally:
             client.close()
         if server is not None:
             metrics["server_start_s"] = server.started_s
     lat = client.latencies
-    if getattr(args, "dump", None):
-        with open(args.dump, "w", encoding="utf-8") as fh:
+    if params.dump:
+        with open(params.dump, "w", encoding="utf-8") as fh:
             for row in tally.details:
                 fh.write(json.dumps(row, default=str) + "\n")
     metrics.update({
