@@ -35,8 +35,8 @@ CHANGED_PAGE = "sla.md"
 class Params(BaseModel):
     """`kbaudit bench pr` parameters."""
 
-    depth: str = Field("D1", description="verification depth (default D1)")
-    workdir: str | None = Field(None, description="keep the repository and stores here (default: a temporary folder)")
+    depth: str = Field(default="D1", description="verification depth (default D1)")
+    workdir: str | None = Field(default=None, description="keep the repository and stores here (default: a temporary folder)")
 
 
 def make_repo(folder: Path) -> Path:
@@ -63,8 +63,8 @@ def change_one_page(docs: Path) -> str:
     return CHANGED_PAGE
 
 
-def run(args: Params) -> dict[str, float]:
-    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="kbaudit-pr-"))
+def run(params: Params) -> dict[str, float]:
+    work = Path(params.workdir) if params.workdir else Path(tempfile.mkdtemp(prefix="kbaudit-pr-"))
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     repo = make_repo(work / "kb")
@@ -72,7 +72,7 @@ def run(args: Params) -> dict[str, float]:
 
     def timed(out: Path, changed_since: str | None = None):
         settings = Settings(
-            docs=docs, sources=[sources], out=out, depth=args.depth, today=DEMO_TODAY, changed_since=changed_since
+            docs=docs, sources=[sources], out=out, depth=params.depth, today=DEMO_TODAY, changed_since=changed_since
         ).validate()
         clock = time.perf_counter()
         result, row = audit_and_commit(settings, Store(out))
@@ -95,6 +95,6 @@ def run(args: Params) -> dict[str, float]:
         "pr_verdicts_computed": float(sum(not v.reused for v in pr.verdicts)),
         "warm_full_verdicts_computed": float(sum(not v.reused for v in warm.verdicts)),
     }
-    if not args.workdir:
+    if not params.workdir:
         shutil.rmtree(work, ignore_errors=True)
     return metrics
