@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
         except ImportError:
             continue
         sub_parser = bench_sub.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else None)
-        if hasattr(module, "Params"):  # typed parameters (a pydantic model); else argparse by hand
+        if hasattr(module, "Params"):  # typed parameters (a pydantic model); bench drift: argparse by hand
             params_arguments(sub_parser, module.Params)
         else:
             module.add_arguments(sub_parser)

@@ -1,4 +1,5 @@
 import argparse
+import importlib
 from datetime import date
 from pathlib import Path
 from typing import Literal
@@ -174,3 +175,33 @@ def test_params_value_the_model_refuses_is_a_usage_error_naming_the_flag():
     params_arguments(parser, Bounded)
     with pytest.raises(UsageError, match=r"^bad value for --limit: 0 \(Input should be greater than or equal to 1\)$"):
         params_from(parser.parse_args(["--limit", "0"]), Bounded)
+
+
+def test_bench_flags_build_each_bench_s_typed_parameters(capsys):
+    from flows.cli import BENCHES, build_parser
+    from kb.bench import deep, gitload, retrieval, speed
+
+    parser = build_parser()
+    args = parser.parse_args(["bench", "deep", "--mode", "factored", "--threshold", "0.7", "--limit", "5", "--no-demo"])
+    assert args.bench_module is deep
+    assert params_from(args, deep.Params) == deep.Params(mode="factored", threshold=0.7, limit=5, no_demo=True)
+    args = parser.parse_args(["bench", "speed", "--claims", "50", "--corpus-extra", "10", "--paths", "minilm"])
+    assert params_from(args, speed.Params) == speed.Params(claims=50, corpus_extra=10, paths="minilm")
+    args = parser.parse_args(["bench", "retrieval", "--claims", "c.jsonl", "--corpus", "k.jsonl", "--floor-sample", "0.5"])
+    assert params_from(args, retrieval.Params) == retrieval.Params(claims="c.jsonl", corpus="k.jsonl", floor_sample=0.5)
+    assert params_from(parser.parse_args(["bench", "git", "--kb-pages", "2"]), gitload.Params).kb_pages == 2
+    for argv, message in [
+        (["bench", "deep", "--mode", "chatty"], "kbaudit bench deep: error: argument --mode: invalid choice: 'chatty'"),
+        (["bench", "speed", "--claims", "many"], "kbaudit bench speed: error: argument --claims: invalid int value: 'many'"),
+        (["bench", "retrieval", "--corpus", "k.jsonl"], "kbaudit bench retrieval: error: the following arguments are required: --claims"),
+    ]:
+        with pytest.raises(SystemExit) as exit_:
+            parser.parse_args(argv)
+        assert exit_.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].startswith(message)
+    # every bench but drift: one flag per field, nothing else but --json
+    for name, module_name in BENCHES.items():
+        if name == "drift":
+            continue
+        module = importlib.import_module(module_name)
+        sub = parser.parse_args(["bench", name, *(["--claims", "c", "--corpus", "k"] if name == "retrieval" else [])])
+        assert set(vars(sub)) - {"verbose", "command", "bench", "func", "bench_module", "json"} == set(module.Params.model_fields), name
