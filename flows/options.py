@@ -42,8 +42,11 @@ def flag_values(args: argparse.Namespace) -> dict:
 def params_arguments(parser: argparse.ArgumentParser, params: type[BaseModel]) -> None:
     """Flags for a bench's or the trainer's typed parameters: one per field, `--field-name`,
     help from the field's description; a bool field is a switch, a Literal field takes one of
-    its values (argparse `choices`), an int or float field is parsed as one. A value argparse
-    cannot take is its usage error (exit 2, before anything runs), as for a flag written by hand."""
+    its values (argparse `choices`), an int or float field is parsed as one, a list field is a
+    flag given once per item. A field whose `json_schema_extra` has `const` is a flag whose value
+    may be left out (`--git` alone means `const`), with the `metavar` given there. A value
+    argparse cannot take is its usage error (exit 2, before anything runs), as for a flag
+    written by hand."""
     for name, info in params.model_fields.items():
         flag = "--" + name.replace("_", "-")
         kind = _without_none(info.annotation)
@@ -51,6 +54,14 @@ def params_arguments(parser: argparse.ArgumentParser, params: type[BaseModel]) -
             parser.add_argument(flag, dest=name, action="store_true", default=None, help=info.description)
             continue
         options: dict[str, Any] = {}
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        if "const" in extra:
+            options.update(nargs="?", const=extra["const"])
+        if "metavar" in extra:
+            options["metavar"] = str(extra["metavar"])
+        if get_origin(kind) is list:
+            options["action"] = "append"
+            kind = (get_args(kind) or (str,))[0]
         if get_origin(kind) is Literal:
             choices = get_args(kind)
             options["choices"] = choices

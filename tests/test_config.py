@@ -125,6 +125,9 @@ class _Sample(BaseModel):
     mode: Literal["joint", "factored"] = Field(default="joint", description="one of two modes")
     level: Literal[1, 2, 3] = 1
     quiet: bool = Field(default=False, description="a switch")
+    data: list[str] = Field(default_factory=list, description="a folder; repeat for more")
+    sizes: list[int] = Field(default_factory=list, description="ints, one flag each")
+    git: str | None = Field(default=None, description="a value that may be left out", json_schema_extra={"const": "", "metavar": "DIR"})
 
 
 def _sample_parser() -> argparse.ArgumentParser:
@@ -144,6 +147,11 @@ def test_params_flags_are_typed_and_left_out_ones_take_the_field_defaults():
     text = parser.format_help()
     assert "--mode {joint,factored}" in text and "--level {1,2,3}" in text and "--count COUNT" in text
     assert "one of two modes" in text and "--quiet " in text and "QUIET" not in text
+    listed = params_from(parser.parse_args(["--source", "s", "--data", "a", "--data", "b", "--sizes", "2", "--sizes", "3"]), _Sample)
+    assert (listed.data, listed.sizes, listed.git) == (["a", "b"], [2, 3], None)
+    assert params_from(parser.parse_args(["--source", "s", "--git"]), _Sample).git == ""
+    assert params_from(parser.parse_args(["--source", "s", "--git", "../x"]), _Sample).git == "../x"
+    assert "--git [DIR]" in text and "--data DATA" in text
 
 
 @pytest.mark.parametrize(
@@ -155,6 +163,7 @@ def test_params_flags_are_typed_and_left_out_ones_take_the_field_defaults():
         (["--count", "abc"], "argument --count: invalid int value: 'abc'"),
         (["--limit", "1.5"], "argument --limit: invalid int value: '1.5'"),
         (["--ratio", "half"], "argument --ratio: invalid float value: 'half'"),
+        (["--sizes", "2", "--sizes", "x"], "argument --sizes: invalid int value: 'x'"),
         ([], "the following arguments are required: --source"),
     ],
 )
