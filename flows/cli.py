@@ -86,7 +86,7 @@ def cmd_run(args) -> int:
 
 def cmd_bench(args) -> int:
     module = args.bench_module
-    metrics = module.run(params_from(args, module.Params) if hasattr(module, "Params") else args)
+    metrics = module.run(params_from(args, module.Params))
     for name, value in metrics.items():
         print(f"{name:<32}{value:>12.4f}" if isinstance(value, float) else f"{name:<32}{value!s:>12}")
     if args.json:
@@ -151,10 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
         except ImportError:
             continue
         sub_parser = bench_sub.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else None)
-        if hasattr(module, "Params"):  # typed parameters (a pydantic model); bench drift: argparse by hand
-            params_arguments(sub_parser, module.Params)
-        else:
-            module.add_arguments(sub_parser)
+        params_arguments(sub_parser, module.Params)  # every bench takes typed parameters (a pydantic model)
         sub_parser.add_argument("--json", help="write the metrics to this file as one JSON object")
         sub_parser.set_defaults(func=cmd_bench, bench_module=module)
     for module_name in COMMAND_MODULES:

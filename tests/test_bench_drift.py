@@ -1,10 +1,8 @@
 """docsdrift scoring: which claims belong to a gold sentence."""
 
-import argparse
-
 import pytest
 
-from kb.bench.drift import match_gold, raw_kb, run
+from kb.bench.drift import Params, match_gold, raw_kb, run
 from kb.errors import ConfigError
 from kb.records import Claim
 
@@ -44,11 +42,10 @@ def test_raw_pages_are_found_in_the_project_or_in_the_git_set_beside_it(tmp_path
 
 def test_bad_options_are_usage_errors(tmp_path):
     _project(tmp_path / "docsdrift", "black")
-    args = argparse.Namespace(data=[str(tmp_path / "docsdrift")], depth="D0", projects=None, today="yesterday",
-                              cache_dir=None, dump=None, raw=False)  # fmt: skip
+    args = Params(data=[str(tmp_path / "docsdrift")], depth="D0", today="yesterday")
     with pytest.raises(ConfigError, match="--today 'yesterday'"):
         run(args)
     with pytest.raises(ConfigError, match="no raw pages for black"):
-        run(argparse.Namespace(**{**vars(args), "today": "real", "raw": True}))
+        run(args.model_copy(update={"today": "real", "raw": True}))
     with pytest.raises(ConfigError, match="not a folder"):
-        run(argparse.Namespace(**{**vars(args), "data": [str(tmp_path / "nowhere")]}))
+        run(args.model_copy(update={"data": [str(tmp_path / "nowhere")]}))

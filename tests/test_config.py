@@ -207,10 +207,9 @@ def test_bench_flags_build_each_bench_s_typed_parameters(capsys):
         with pytest.raises(SystemExit) as exit_:
             parser.parse_args(argv)
         assert exit_.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].startswith(message)
-    # every bench but drift: one flag per field, nothing else but --json
+    # every bench: one flag per field, nothing else but --json
+    required = {"retrieval": ["--claims", "c", "--corpus", "k"], "drift": ["--data", "d"]}
     for name, module_name in BENCHES.items():
-        if name == "drift":
-            continue
         module = importlib.import_module(module_name)
-        sub = parser.parse_args(["bench", name, *(["--claims", "c", "--corpus", "k"] if name == "retrieval" else [])])
+        sub = parser.parse_args(["bench", name, *required.get(name, [])])
         assert set(vars(sub)) - {"verbose", "command", "bench", "func", "bench_module", "json"} == set(module.Params.model_fields), name

@@ -34,7 +34,6 @@ page names spell (``routing/entrypoints.md`` -> ``routing-entrypoints.md``). Sco
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import subprocess
@@ -44,6 +43,7 @@ from datetime import date
 from pathlib import Path
 
 import pygit2
+from pydantic import BaseModel, Field
 from rapidfuzz import fuzz
 
 from kb.chain import run_audit
@@ -59,25 +59,24 @@ log = logging.getLogger("kbaudit.bench.drift")
 FLAGGED = ("stale", "contradicted")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--data", required=True, action="append", help="a docsdrift-style folder (one sub-folder per project); repeat to score several sets"
-    )
-    parser.add_argument(
-        "--raw", action="store_true", help="audit the raw pages (<project>/kb_raw, else <data>-git/<project>/kb) instead of kb/"
-    )
-    parser.add_argument("--depth", default="D1", help="verification depth (default D1: rules + model; D0: rules only)")
-    parser.add_argument("--projects", default=None, help="comma-separated project names (default: all)")
-    parser.add_argument(
-        "--today",
+class Params(BaseModel):
+    """`kbaudit bench drift` parameters."""
+
+    data: list[str] = Field(description="a docsdrift-style folder (one sub-folder per project); repeat to score several sets")
+    raw: bool = Field(default=False, description="audit the raw pages (<project>/kb_raw, else <data>-git/<project>/kb) instead of kb/")
+    depth: str = Field(default="D1", description="verification depth (default D1: rules + model; D0: rules only)")
+    projects: str | None = Field(default=None, description="comma-separated project names (default: all)")
+    today: str = Field(
         default="pinned",
-        help="audit date: pinned (default: the newest source date of each project, the NEW release), real (the real date) or YYYY-MM-DD",
+        description="audit date: pinned (default: the newest source date of each project, the NEW release), real (the real date) or YYYY-MM-DD",
     )
-    parser.add_argument("--cache-dir", default=None, help="stage cache folder reused across runs (default: a fresh one)")
-    parser.add_argument("--dump", default=None, help="write every scored gold sentence with its claims' labels here (JSONL)")
-    parser.add_argument("--git", nargs="?", const="", default=None, metavar="DIR",
-                        help="audit the raw pages against the projects' git history (DIR: the docsdrift-git folder, "
-                        "default <data>/../docsdrift-git)")  # fmt: skip
+    cache_dir: str | None = Field(default=None, description="stage cache folder reused across runs (default: a fresh one)")
+    dump: str | None = Field(default=None, description="write every scored gold sentence with its claims' labels here (JSONL)")
+    git: str | None = Field(
+        default=None,
+        description="audit the raw pages against the projects' git history (DIR: the docsdrift-git folder, default <data>/../docsdrift-git)",
+        json_schema_extra={"const": "", "metavar": "DIR"},
+    )
 
 
 def _newest_source_date(folder: Path) -> date | None:
@@ -241,33 +240,33 @@ def _read_gold(path: Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def run(args: argparse.Namespace) -> dict[str, float]:
-    folders = args.data if isinstance(args.data, list) else [args.data]
+def run(args: Params) -> dict[str, float]:
+    folders = args.data
     for folder in folders:
         if not Path(folder).is_dir():
             raise ConfigError(f"bench drift: --data {folder}: not a folder")
     projects = [p for data in map(Path, folders) for p in sorted(data.iterdir())
                 if p.is_dir() and (p / "kb").is_dir() and not p.name.startswith("_")]  # fmt: skip
     git_root = None
-    if getattr(args, "git", None) is not None:
+    if args.git is not None:
         git_root = Path(args.git) if args.git else Path(folders[0]).parent / "docsdrift-git"
         if not git_root.is_dir():
             raise ConfigError(f"--git: no docsdrift-git folder at {git_root}")
         projects = [p for p in projects if (git_root / f"{p.name}.bundle").is_file()]
-    if getattr(args, "projects", None):
+    if args.projects:
         wanted = set(args.projects.split(","))
         projects = [p for p in projects if p.name in wanted]
-    when = getattr(args, "today", None) or "pinned"
+    when = args.today
     try:
         today = None if when == "pinned" else date.today() if when == "real" else date.fromisoformat(when)
     except ValueError:
         raise ConfigError(f"bench drift: --today {when!r}: expected pinned, real or YYYY-MM-DD") from None
-    raw = bool(getattr(args, "raw", False))
+    raw = args.raw
     if raw and any(raw_kb(p) is None for p in projects):
         missing = ", ".join(p.name for p in projects if raw_kb(p) is None)
         raise ConfigError(f"bench drift: --raw: no raw pages for {missing} (kb_raw/ or <data>-git/<project>/kb/)")
     tmp = None
-    cache_root = getattr(args, "cache_dir", None)
+    cache_root = args.cache_dir
     if cache_root is None:
         tmp = tempfile.TemporaryDirectory(prefix="kbaudit-drift-")
         cache_root = tmp.name
@@ -313,7 +312,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     metrics["drift_stale_precision"] = totals["stale_hit"] / flagged if flagged else 0.0
     metrics["drift_uncertain_flagged"] = totals["uncertain_flagged"] / max(1.0, totals["uncertain"])
     metrics["drift_unmatched"] = totals["unmatched"]
-    if getattr(args, "dump", None):
+    if args.dump:
         with open(args.dump, "w", encoding="utf-8") as fh:
             for d in dumps:
                 fh.write(json.dumps(d, ensure_ascii=False) + "\n")
