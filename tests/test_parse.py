@@ -437,3 +437,22 @@ def test_restructuredtext_reads_through_docutils():
     last = doc.blocks[-1]
     assert last.section == ("Install", "Configuration")
     assert doc.text[last.start : last.end] == "A ``pyproject.toml`` file is found by walking up from the common base."
+
+
+def test_an_admonition_title_may_hold_quotes_of_its_own():
+    # Python-Markdown reads the title up to the line's last quote: a link title inside it
+    # does not end the title, and the line is not left behind as prose
+    page = (
+        "# Cache\n\n"
+        '!!! tip "Warming up [the cache](cache.md "How the cache works")"\n\n'
+        "    The first request after a restart fills the cache.\n\n"
+        "After the note.\n"
+    )
+    doc = parse(page)
+    check_offsets(doc)
+    assert [b.text for b in doc.blocks] == [
+        "Cache",
+        "Warming up the cache:",
+        "The first request after a restart fills the cache.",
+        "After the note.",
+    ]

@@ -571,6 +571,10 @@ _LAST_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 # read as prose: the marker lines go, an indented body is read dedented, a title becomes a
 # lead-in paragraph ("Title:"), and directives that hold code or generated output are skipped.
 _ADMONITION = re.compile(r"( *)(?:!!!|\?\?\?\+?)[ \t]*(?:[A-Za-z][\w-]*)?(?:[ \t]+\"([^\"]*)\")?[ \t]*(?:[A-Za-z][\w -]*)?$")
+# Python-Markdown reads an admonition's title up to the last quote of the line, so a title may
+# hold quotes of its own (a link title: '!!! info "See [the API](api.md "API reference")"')
+_ADMONITION_HEAD = re.compile(r"( *)(?:!!!|\?\?\?\+?)[ \t]*(?:[A-Za-z][\w-]*)?[ \t]+\"")
+_ADMONITION_TAIL = re.compile(r"\"[ \t]*(?:[A-Za-z][\w -]*)?$")
 _TAB = re.compile(r"( *)===\+?[ \t]+\"[^\"]*\"[ \t]*$")
 _COLON_FENCE = re.compile(r" {0,3}(:{3,})[ \t]*(\{[A-Za-z][\w-]*\}|[A-Za-z][\w-]*)?[ \t]*(.*?)[ \t]*$")
 _MYST_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\{([A-Za-z][\w-]*)\}[ \t]*(.*?)[ \t]*$")
@@ -639,14 +643,14 @@ def _unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tu
         if lead not in _MARKUP_LEADS:  # most lines: nothing here can be markup
             out.append((s + cut, e))
             continue
-        m = _ADMONITION.match(body) if body.lstrip()[:3] in ("!!!", "???") else None
+        m = _admonition(body) if body.lstrip()[:3] in ("!!!", "???") else None
         if m:
-            title = m.group(2)
+            marker_indent, title, at = m
             out.append((s, s))
             if title and title.strip():
-                t0 = s + cut + m.start(2) + (len(title) - len(title.lstrip()))
+                t0 = s + cut + at + (len(title) - len(title.lstrip()))
                 titles[len(out) - 1] = (title.strip(), t0)
-            indents.append(cut + len(m.group(1)) + 4)
+            indents.append(cut + marker_indent + 4)
             continue
         m = _TAB.match(body)
         if m:
@@ -696,6 +700,19 @@ def _unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tu
             continue
         out.append((s + cut, e))
     return out, titles
+
+
+def _admonition(body: str) -> tuple[int, str, int] | None:
+    """(marker indent, title, title offset in ``body``) of an admonition line, else None."""
+    head = _ADMONITION_HEAD.match(body)
+    if head is not None:
+        close = body.rfind('"')
+        if close >= head.end() and _ADMONITION_TAIL.match(body, close):
+            return len(head.group(1)), body[head.end() : close], head.end()
+    m = _ADMONITION.match(body)
+    if m is None:
+        return None
+    return len(m.group(1)), m.group(2) or "", m.start(2) if m.group(2) is not None else 0
 
 
 def _looks_like_title(line: str) -> bool:
