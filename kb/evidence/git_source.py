@@ -38,6 +38,7 @@ from kb.config.gitspec import PREFIX, GitSpec, GitSpecError, open_repository, pa
 from kb.evidence.changelog import changelog_sources, is_changelog, sections
 from kb.evidence.specs import KIND as SPEC_KIND
 from kb.evidence.specs import SPEC_SUFFIXES, is_spec_path, spec_document
+from kb.ingest.include import HINT, MappingTree, expand_includes
 from kb.ingest.parse import ParseError, parse_document
 from kb.records import Document, IngestError, SourceDoc, content_hash
 
@@ -233,6 +234,7 @@ class _Version:
     rev: Rev  # the newest rev holding this blob
     blob: pygit2.Blob
     first: Rev | None = None  # the oldest rev read that holds it
+    data: bytes | None = None  # the page with its includes resolved at ``rev`` (None: the blob's bytes)
 
 
 def read_versions(spec: GitSpec, errors: list[IngestError], suffixes=DOC_SUFFIXES):
@@ -251,6 +253,9 @@ def read_versions(spec: GitSpec, errors: list[IngestError], suffixes=DOC_SUFFIXE
     revs = resolve_revs(repo, spec, errors)
     identity_of: dict[str, int] = {}
     names: dict[int, str] = {}
+    hints: dict[str, bool] = {}
+    trees: dict[str, MappingTree] = {}
+    problems: dict[str, IngestError] = {}  # an include problem is reported once, at its newest rev
     latest: dict[tuple[int, str], _Version] = {}
     prev: Rev | None = None
     next_id = 0
@@ -268,14 +273,21 @@ def read_versions(spec: GitSpec, errors: list[IngestError], suffixes=DOC_SUFFIXE
                 next_id += 1
             current[path] = ident
             names[ident] = path
-            # the same text at a later rev is the same version, carrying the later rev
+            # the same text at a later rev is the same version, carrying the later rev; a page
+            # that includes other files is the same version while its text with them is the same
+            data = None
             key = (ident, str(blob.id))
+            if _has_includes(blob, path, hints):
+                data = _with_includes(repo, rev, path, blob, trees, where, problems)
+                if data is not None:
+                    key = (ident, f"{blob.id}+{content_hash(data)}")
             first = latest[key].first if key in latest else rev
-            latest[key] = _Version(ident, path, rev, blob, first)
+            latest[key] = _Version(ident, path, rev, blob, first, data)
         # paths that vanished keep their identity, so a file that comes back is the same source
         identity_of.update(current)
         prev = rev
     versions = sorted(latest.values(), key=lambda v: (v.rev.commit.committer.time, v.path))
+    errors.extend(problems.values())
     return repo, revs, versions, names
 
 
@@ -284,20 +296,21 @@ def load_git_sources(text: str, today: date | None = None) -> tuple[list[SourceD
     errors: list[IngestError] = []
     spec = parse_spec(text)
     today = today or date.today()
-    _repo, _revs, versions, names = read_versions(spec, errors, suffixes=SOURCE_SUFFIXES)
+    repo, _revs, versions, names = read_versions(spec, errors, suffixes=SOURCE_SUFFIXES)
     out: list[SourceDoc] = []
     parsed: dict[str, Document | None] = {}  # blob id -> parsed once; None: unreadable
     logs: dict[int, list] = {}  # changelog identity -> [(version, doc)], oldest first
     for v in versions:
         source_id = _relative(names[v.identity], spec.path)
         where = f"{spec}@{v.rev.name}:{v.path}"
-        key = str(v.blob.id)
+        data = v.blob.data if v.data is None else v.data
+        key = str(v.blob.id) if v.data is None else f"{v.blob.id}+{content_hash(v.data)}"
         if key not in parsed:
             if is_spec_path(v.path):
-                parsed[key] = spec_document(v.blob.data, source_id, where, errors)
+                parsed[key] = spec_document(data, source_id, where, errors)
             else:
                 try:
-                    parsed[key] = parse_document(v.blob.data, source_id, v.path)
+                    parsed[key] = parse_document(data, source_id, v.path)
                 except ParseError as exc:
                     errors.append(IngestError(where, "sources", f"unparsable source: {exc}"))
                     parsed[key] = None
@@ -331,6 +344,32 @@ def load_git_sources(text: str, today: date | None = None) -> tuple[list[SourceD
     for ident, items in logs.items():
         out.extend(_changelog_versions(spec, _relative(names[ident], spec.path), items, errors, today))
     return out, errors
+
+
+def _has_includes(blob: pygit2.Object, path: str, hints: dict[str, bool]) -> bool:
+    key = str(blob.id)
+    if key not in hints:
+        hints[key] = not is_spec_path(path) and bool(HINT.search(blob.data.decode("utf-8", "replace")))
+    return hints[key]
+
+
+def _with_includes(repo: pygit2.Repository, rev: Rev, path: str, blob: pygit2.Object, trees: dict[str, MappingTree],
+                   where: str, problems: dict[str, IngestError]) -> bytes | None:  # fmt: skip
+    """The page's bytes with its include directives resolved in the same rev's whole tree
+    (kb/ingest/include.py); what cannot be included is an error row and its line is dropped."""
+    try:
+        page = blob.data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # the parser reports it
+    tree = trees.get(str(rev.commit.id))
+    if tree is None:
+        files = {p: (lambda oid=entry.id: repo[oid].data) for p, entry in _walk(repo, rev.commit.tree)
+                 if entry.filemode != pygit2.enums.FileMode.LINK}  # fmt: skip
+        tree = trees[str(rev.commit.id)] = MappingTree(files)
+    text, found = expand_includes(page, path, tree)
+    for problem in found:
+        problems[f"{path}\0{problem}"] = IngestError(f"{where}@{rev.name}:{path}", "sources", problem)
+    return text.encode("utf-8")
 
 
 def _changelog_versions(spec: GitSpec, source_id: str, items: list, errors: list[IngestError], today: date) -> list[SourceDoc]:

@@ -38,6 +38,7 @@ from kb.evidence.dates import parse_date
 from kb.evidence.git_source import load_git_sources
 from kb.evidence.specs import KIND as SPEC_KIND
 from kb.evidence.specs import is_spec_path, spec_document
+from kb.ingest.include import HINT, FolderTree, expand_includes
 from kb.ingest.parse import ParseError, parse_document
 from kb.ingest.walk import list_documents
 from kb.records import Block, IngestError, SourceDoc, content_hash
@@ -183,6 +184,7 @@ def _load_folder(root: Path, col: _Collector) -> None:
     col.errors.extend(walk_errors)
     _load_specs(root, col)
     resolved = root.resolve()
+    tree = FolderTree(resolved)
     for file in files:
         rel = file.relative_to(resolved).as_posix()
         try:
@@ -193,6 +195,7 @@ def _load_folder(root: Path, col: _Collector) -> None:
         except OSError as exc:
             col.error(rel, f"unreadable: {exc.strerror or exc}")
             continue
+        raw = _with_includes(raw, rel, tree, col)
         try:
             doc = parse_document(raw, rel, str(file))
         except ParseError as exc:
@@ -224,6 +227,21 @@ def _load_folder(root: Path, col: _Collector) -> None:
             blocks=doc.blocks,
             path=file,
         )
+
+
+def _with_includes(raw: bytes, rel: str, tree: FolderTree, col: _Collector) -> bytes:
+    """The page with its include directives resolved inside the source folder
+    (kb/ingest/include.py); what cannot be included is an error row and its line is dropped."""
+    try:
+        page = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw  # the parser reports it
+    if not HINT.search(page):
+        return raw
+    text, problems = expand_includes(page, rel, tree)
+    for problem in problems:
+        col.error(rel, problem)
+    return text.encode("utf-8")
 
 
 # ---------------------------------------------------------------- JSONL / Parquet rows
