@@ -456,3 +456,12 @@ def test_an_admonition_title_may_hold_quotes_of_its_own():
         "The first request after a restart fills the cache.",
         "After the note.",
     ]
+
+
+def test_myst_roles_read_as_their_text():
+    page = "# Deploy\n\nSee {doc}`the server guide </usage/server>` and {ref}`limits` before {kbd}`Ctrl-C`.\n"
+    doc = parse(page)
+    check_offsets(doc)
+    assert [b.text for b in doc.blocks] == ["Deploy", "See the server guide and limits before Ctrl-C."]
+    # a brace that opens no role stays text
+    assert parse("# T\n\nThe set {a, b} has two members.\n").blocks[1].text == "The set {a, b} has two members."

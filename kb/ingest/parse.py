@@ -377,7 +377,9 @@ def parse_document(raw: bytes, doc_id: str, path: str) -> Document:
 # ---------------------------------------------------------------------------------------------
 # inline markdown
 
-_INLINE_SPECIAL = re.compile(r"[`\\*_~\[\]!<&]")
+_INLINE_SPECIAL = re.compile(r"[`\\*_~\[\]!<&{]")
+# a MyST role, "{doc}`the server <usage/server>`": the role name is markup, the text is read
+_MYST_ROLE = re.compile(r"\{[A-Za-z][\w:+.-]{0,40}\}(?=`[^`])")
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:-]*(?:\s[^<>]{0,500})?/?>")
 _AUTOLINK = re.compile(r"<((?:[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]{1,2000})|(?:[^\s<>@]{1,200}@[^\s<>@]{1,200}))>")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
@@ -483,6 +485,19 @@ def _inline(out: _Text, s: str, base: int) -> None:
                 continue
             out.add(c, base + j)
             i = j + 1
+        elif c == "{":
+            m2 = _MYST_ROLE.match(s, j)
+            close = s.find("`", m2.end() + 1, m2.end() + _INLINE_WINDOW) if m2 else -1
+            if m2 is None or close == -1:
+                out.add(c, base + j)
+                i = j + 1
+                continue
+            content = s[m2.end() + 1 : close]
+            target = content.rfind(" <")
+            if target > 0 and content.endswith(">"):
+                content = content[:target]  # "text <target>": the target is a link
+            out.add(content, base + m2.end() + 1)
+            i = close + 1
         elif c == "&":
             m2 = _ENTITY.match(s, j)
             if m2:
