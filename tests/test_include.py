@@ -57,6 +57,8 @@ def test_every_directive_form_is_spliced_where_it_stands(tmp_path):
         "TLS 1.2 is the oldest version accepted.",
     ]
     assert errors == []
+    # each included file, the example shown in a code block too, is part of the page only
+    assert [s.source_id for s in sources] == ["guide.md"]
     # the passage's text is what the page holds: its offsets point into the expanded page
     block = guide.blocks[1]
     assert guide.text[block.start : block.end] == "Uploads are limited to 25 MB."
@@ -94,6 +96,8 @@ def test_missing_outside_ambiguous_and_cyclic_includes_are_reported_and_the_rest
     })  # fmt: skip
     sources, errors = load_sources(src, today=TODAY)
     page = next(s for s in sources if s.source_id == "page.md")
+    # the notes nobody could include stay pages; a.md and b.md are part of page.md
+    assert sorted(s.source_id for s in sources) == ["one/note.md", "page.md", "two/note.md"]
     assert passages(page) == ["Page", "Before.", "Text of a.", "Text of b.", "After."]
     messages = [e.error for e in errors if e.path == "page.md"]
     assert any("'gone.md' not found" in m for m in messages)
@@ -123,6 +127,31 @@ def test_git_sources_include_from_the_same_rev(tmp_path):
     ]
     assert [e.error for e in errors if "missing.md" in e.error] == ["docs/guide.md: include 'missing.md' not found in the tree: not read"]
     assert all(passages(s)[-1] == "The guide ends here." for s in guide)
+    assert {s.source_id for s in sources} == {"guide.md"}  # the snippet is read inside the guide
+
+
+def test_an_example_config_a_page_shows_is_not_read_as_settings(tmp_path):
+    repo = make_repo(tmp_path)
+    page = '# Reference\n\nEvery option, with placeholder values:\n\n```yaml\n--8<-- "ref/all-options.yaml"\n```\n'
+    release(repo, "v1.0.0", "2024-01-10", {
+        "docs/reference.md": page,
+        "docs/ref/all-options.yaml": "server:\n  timeout: 42\n",
+        "docs/app.yaml": "server:\n  workers: 4\n",
+    })  # fmt: skip
+    sources, errors = load_git_sources(f"git:{repo}@tags:docs", today=TODAY)
+    assert sorted((s.source_id, s.source_kind) for s in sources) == [("app.yaml", "spec"), ("reference.md", None)]
+    assert errors == []
+    folder = tmp_path / "folder"
+    write(folder, {"reference.md": page, "ref/all-options.yaml": "server:\n  timeout: 42\n", "app.yaml": "server:\n  workers: 4\n"})
+    sources, errors = load_sources(folder, today=TODAY)
+    assert sorted((s.source_id, s.source_kind) for s in sources) == [("app.yaml", "spec"), ("reference.md", None)]
+
+
+def test_pages_that_include_each_other_stay_pages(tmp_path):
+    write(tmp_path, {"a.md": "# A\n\nText of a.\n\n{!b.md!}\n", "b.md": "# B\n\nText of b.\n\n{!a.md!}\n"})
+    sources, errors = load_sources(tmp_path, today=TODAY)
+    assert sorted(s.source_id for s in sources) == ["a.md", "b.md"]
+    assert sum("include cycle" in e.error for e in errors) == 2
 
 
 def test_text_without_includes_is_returned_as_is(tmp_path):

@@ -38,7 +38,7 @@ from kb.config.gitspec import PREFIX, GitSpec, GitSpecError, open_repository, pa
 from kb.evidence.changelog import changelog_sources, is_changelog, sections
 from kb.evidence.specs import KIND as SPEC_KIND
 from kb.evidence.specs import SPEC_SUFFIXES, is_spec_path, spec_document
-from kb.ingest.include import HINT, MappingTree, expand_includes
+from kb.ingest.include import HINT, MappingTree, expand_includes, parts_of_other_pages
 from kb.ingest.parse import ParseError, parse_document
 from kb.records import Document, IngestError, SourceDoc, content_hash
 
@@ -263,6 +263,8 @@ def read_versions(spec: GitSpec, errors: list[IngestError], suffixes=DOC_SUFFIXE
         files = files_at(repo, rev, spec.path, where, errors, suffixes)
         renamed = _renames(repo, prev, rev, spec.path) if prev is not None else {}
         current: dict[str, int] = {}
+        includes: dict[str, set[str]] = {}
+        staged: list[tuple[tuple[int, str], _Version]] = []
         for path, blob in files.items():
             old = renamed.get(path)
             ident = identity_of.get(old) if old is not None else None
@@ -278,11 +280,17 @@ def read_versions(spec: GitSpec, errors: list[IngestError], suffixes=DOC_SUFFIXE
             data = None
             key = (ident, str(blob.id))
             if _has_includes(blob, path, hints):
-                data = _with_includes(repo, rev, path, blob, trees, where, problems)
+                includes[path] = set()
+                data = _with_includes(repo, rev, path, blob, trees, where, problems, includes[path])
                 if data is not None:
                     key = (ident, f"{blob.id}+{content_hash(data)}")
-            first = latest[key].first if key in latest else rev
-            latest[key] = _Version(ident, path, rev, blob, first, data)
+            staged.append((key, _Version(ident, path, rev, blob, None, data)))
+        parts = parts_of_other_pages(includes)
+        for key, version in staged:
+            if version.path in parts:
+                continue  # read inside the page that includes it
+            version.first = latest[key].first if key in latest else rev
+            latest[key] = version
         # paths that vanished keep their identity, so a file that comes back is the same source
         identity_of.update(current)
         prev = rev
@@ -354,7 +362,7 @@ def _has_includes(blob: pygit2.Object, path: str, hints: dict[str, bool]) -> boo
 
 
 def _with_includes(repo: pygit2.Repository, rev: Rev, path: str, blob: pygit2.Object, trees: dict[str, MappingTree],
-                   where: str, problems: dict[str, IngestError]) -> bytes | None:  # fmt: skip
+                   where: str, problems: dict[str, IngestError], included: set[str]) -> bytes | None:  # fmt: skip
     """The page's bytes with its include directives resolved in the same rev's whole tree
     (kb/ingest/include.py); what cannot be included is an error row and its line is dropped."""
     try:
@@ -366,7 +374,7 @@ def _with_includes(repo: pygit2.Repository, rev: Rev, path: str, blob: pygit2.Ob
         files = {p: (lambda oid=entry.id: repo[oid].data) for p, entry in _walk(repo, rev.commit.tree)
                  if entry.filemode != pygit2.enums.FileMode.LINK}  # fmt: skip
         tree = trees[str(rev.commit.id)] = MappingTree(files)
-    text, found = expand_includes(page, path, tree)
+    text, found = expand_includes(page, path, tree, included)
     for problem in found:
         problems[f"{path}\0{problem}"] = IngestError(f"{where}@{rev.name}:{path}", "sources", problem)
     return text.encode("utf-8")

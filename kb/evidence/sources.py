@@ -38,7 +38,7 @@ from kb.evidence.dates import parse_date
 from kb.evidence.git_source import load_git_sources
 from kb.evidence.specs import KIND as SPEC_KIND
 from kb.evidence.specs import is_spec_path, spec_document
-from kb.ingest.include import HINT, FolderTree, expand_includes
+from kb.ingest.include import HINT, FolderTree, expand_includes, parts_of_other_pages
 from kb.ingest.parse import ParseError, parse_document
 from kb.ingest.walk import list_documents
 from kb.records import Block, IngestError, SourceDoc, content_hash
@@ -162,10 +162,12 @@ def _spec_files(root: Path) -> list[Path]:
     return out
 
 
-def _load_specs(root: Path, col: _Collector) -> None:
+def _load_specs(root: Path, col: _Collector, parts: set[str]) -> None:
     resolved = root.resolve()
     for file in _spec_files(resolved):
         rel = file.relative_to(resolved).as_posix()
+        if rel in parts:
+            continue  # an example a page shows (an included file): part of that page
         try:
             raw = file.read_bytes()
         except OSError as exc:
@@ -182,9 +184,10 @@ def _load_folder(root: Path, col: _Collector) -> None:
     """Same walk and parser as KB documents (``.kbauditignore``, hidden files, links leaving the root)."""
     files, walk_errors = list_documents(root)
     col.errors.extend(walk_errors)
-    _load_specs(root, col)
     resolved = root.resolve()
     tree = FolderTree(resolved)
+    pages: list[tuple[Path, str, bytes]] = []
+    includes: dict[str, set[str]] = {}
     for file in files:
         rel = file.relative_to(resolved).as_posix()
         try:
@@ -195,7 +198,12 @@ def _load_folder(root: Path, col: _Collector) -> None:
         except OSError as exc:
             col.error(rel, f"unreadable: {exc.strerror or exc}")
             continue
-        raw = _with_includes(raw, rel, tree, col)
+        pages.append((file, rel, _with_includes(raw, rel, tree, col, includes)))
+    parts = parts_of_other_pages(includes)
+    _load_specs(root, col, parts)
+    for file, rel, raw in pages:
+        if rel in parts:
+            continue  # read inside the page that includes it
         try:
             doc = parse_document(raw, rel, str(file))
         except ParseError as exc:
@@ -229,7 +237,7 @@ def _load_folder(root: Path, col: _Collector) -> None:
         )
 
 
-def _with_includes(raw: bytes, rel: str, tree: FolderTree, col: _Collector) -> bytes:
+def _with_includes(raw: bytes, rel: str, tree: FolderTree, col: _Collector, includes: dict[str, set[str]]) -> bytes:
     """The page with its include directives resolved inside the source folder
     (kb/ingest/include.py); what cannot be included is an error row and its line is dropped."""
     try:
@@ -238,7 +246,8 @@ def _with_includes(raw: bytes, rel: str, tree: FolderTree, col: _Collector) -> b
         return raw  # the parser reports it
     if not HINT.search(page):
         return raw
-    text, problems = expand_includes(page, rel, tree)
+    includes[rel] = set()
+    text, problems = expand_includes(page, rel, tree, includes[rel])
     for problem in problems:
         col.error(rel, problem)
     return text.encode("utf-8")

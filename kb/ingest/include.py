@@ -24,6 +24,11 @@ the tree (``../..``, an absolute path, a URL), one that is not found, one that m
 files, an include cycle, or nesting deeper than ``MAX_DEPTH`` is a problem (one line for an
 ``ingest_errors`` row) and that include line is dropped; the rest of the page is read.
 
+A file a page includes (spliced in, or shown in a code block: an example configuration) is part
+of that page: the source loaders read it there and not as a source of its own
+(``parts_of_other_pages``), so an example's values are never read as the product's settings and
+an included paragraph is not evidence twice.
+
 Only what ``tree`` offers is read: a folder (``FolderTree``) or any mapping of tree paths to
 bytes (a git rev's tree, kb/evidence/git_source.py). Nothing outside the tree is opened.
 """
@@ -108,6 +113,7 @@ class FolderTree(Tree):
 class _Expansion:
     tree: Tree
     problems: list[str] = field(default_factory=list)
+    included: set[str] = field(default_factory=set)  # tree paths spliced in or shown in a code block
     size: int = 0
     _by_suffix: dict[str, list[str]] | None = None
 
@@ -120,7 +126,13 @@ class _Expansion:
                     self._by_suffix.setdefault("/".join(parts[k:]), []).append(p)
         return self._by_suffix.get(name, [])
 
-    def resolve(self, target: str, includer: str) -> str | None:
+    def resolve(self, target: str, includer: str, report: bool = True) -> str | None:
+        if not report:
+            problems, self.problems = self.problems, []
+            try:
+                return self.resolve(target, includer)
+            finally:
+                self.problems = problems
         name = target.strip().strip("\"'")
         if not name or "://" in name or name.startswith(("/", "\\")) or re.match(r"[A-Za-z]:[\\/]", name):
             self.problems.append(f"{includer}: include {target!r} is not a path inside the tree: not read")
@@ -176,6 +188,7 @@ class _Expansion:
         if len(stack) > MAX_DEPTH:
             self.problems.append(f"{includer}: includes nest deeper than {MAX_DEPTH}: {target!r} not read")
             return
+        self.included.add(found)
         body = self.text_of(found, stack)
         if body is None:
             return
@@ -197,6 +210,12 @@ class _Expansion:
             line = lines[i]
             if fence is not None:
                 out.append(line)
+                shown = _ONE_LINE.match(line)
+                if shown:  # a file shown as code (an example config): part of this page, not spliced
+                    target = next(shown.group(g) for g in ("snip", "bang", "jinja", "rst", "vp") if shown.group(g) is not None)
+                    found = self.resolve(target, path, report=False)
+                    if found is not None:
+                        self.included.add(found)
                 if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
                     fence = None
                 i += 1
@@ -240,10 +259,26 @@ class _Expansion:
         return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
-def expand_includes(text: str, path: str, tree: Tree) -> tuple[str, list[str]]:
+def expand_includes(text: str, path: str, tree: Tree, included: set[str] | None = None) -> tuple[str, list[str]]:
     """``text`` (the file at tree path ``path``) with its includes spliced in, and the problems
-    met (one line each). Text with no include directive comes back unchanged (the same object)."""
+    met (one line each). Text with no include directive comes back unchanged (the same object).
+    ``included`` (when given) receives the tree paths the page includes, directly or through
+    another include, spliced in or shown inside a code block."""
     if not HINT.search(text):
         return text, []
     ex = _Expansion(tree)
-    return ex.expand(text, path, (path,)), ex.problems
+    out = ex.expand(text, path, (path,))
+    if included is not None:
+        included.update(ex.included - {path})
+    return out, ex.problems
+
+
+def parts_of_other_pages(includes: dict[str, set[str]]) -> set[str]:
+    """The files that are part of another page (``includes``: page -> the files it includes):
+    read there, not as pages of their own. Files that include each other (a cycle) stay pages."""
+    out = set()
+    for page, parts in includes.items():
+        for part in parts:
+            if page not in includes.get(part, ()):
+                out.add(part)
+    return out
