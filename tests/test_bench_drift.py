@@ -49,3 +49,16 @@ def test_bad_options_are_usage_errors(tmp_path):
         run(args.model_copy(update={"today": "real", "raw": True}))
     with pytest.raises(ConfigError, match="not a folder"):
         run(args.model_copy(update={"data": [str(tmp_path / "nowhere")]}))
+
+
+def test_a_gold_line_is_found_again_in_a_raw_page_whose_lines_are_shifted():
+    from kb.bench.drift import gold_line
+
+    gold = {"doc": "p.md", "line": 4, "old_text": "Workers restart after 500 requests by default."}
+    cleaned = ["# Workers", "", "Intro.", "Workers restart after 500 requests by default."]
+    assert gold_line(gold, cleaned) == 4
+    raw = ["---", "updated: 2024-01-01", "---", "# Workers", "{: .subtitle }", "", '!!! note "Limits"', "",
+           "    Workers restart after 500 requests by default."]  # fmt: skip
+    assert gold_line(gold, raw) == 9
+    # a sentence the page no longer holds keeps the gold line
+    assert gold_line({**gold, "old_text": "Queues are drained on shutdown."}, raw) == 4

@@ -22,7 +22,10 @@ text similarity), and
   flagged (informational: gold says the new pages no longer state them);
 - ``drift_unmatched``: gold sentences with no claim (they count as misses / non-alarms);
 
-per project (``<project>_drift_...``) and overall. ``_build/`` is never read.
+per project (``<project>_drift_...``) and overall. ``_build/`` is never read. Gold lines are
+lines of the cleaned page; auditing raw pages (``--raw``, ``--git``), whose lines are shifted by
+front matter and markup lines, a gold sentence is scored at the nearest line (within 40) that
+holds its start when the gold line does not (:func:`gold_line`).
 
 ``--git [DIR]`` (default ``<data>/../docsdrift-git``): nothing prepared. Each project's
 ``<DIR>/<project>.bundle`` is cloned bare into a temporary folder and the raw pages
@@ -189,6 +192,35 @@ def match_gold(gold: dict, claims_by_doc: dict) -> list[tuple[Claim, str]]:
     return []
 
 
+LINE_SEARCH = 40  # how far a raw page's line of a gold sentence may lie from the cleaned page's
+LINE_FIT = 90  # partial_ratio at which a raw line holds the start of the gold sentence
+
+
+def gold_line(gold: dict, lines: list[str]) -> int:
+    """The line of ``lines`` (the audited page) that holds the start of the gold sentence.
+
+    Gold lines are lines of the cleaned page (docsdrift/<p>/kb). A raw page of the same release
+    (--raw, --git) has front matter, markup lines and admonition titles the cleaned one has not,
+    so its lines are shifted: on the gold line itself a short claim of another sentence would be
+    scored for this one. The gold line is kept when it holds the sentence's start; otherwise the
+    nearest line within ``LINE_SEARCH`` that holds it is taken (none: the gold line)."""
+    line = int(gold.get("line") or 0)
+    head = canonical(gold["old_text"])[:50]
+    if not head or not lines:
+        return line
+
+    def fit(k: int) -> float:
+        text = canonical(lines[k - 1]) if 1 <= k <= len(lines) else ""
+        # a line much shorter than the sentence's start ("# Workers") would align inside it
+        return fuzz.partial_ratio(head, text) if len(text) >= 0.8 * len(head) else 0.0
+
+    if fit(line) >= LINE_FIT:
+        return line
+    near = [k for d in range(1, LINE_SEARCH + 1) for k in (line - d, line + d) if 1 <= k <= len(lines)]
+    found = [k for k in near if fit(k) >= LINE_FIT]
+    return found[0] if found else line
+
+
 def _line_of(claim, cands) -> int:
     for a, _, c, _ in cands:
         if c is claim:
@@ -199,11 +231,13 @@ def _line_of(claim, cands) -> int:
 def score_project(gold_rows: list[dict], result) -> tuple[dict[str, float], list[dict]]:
     by_doc = _claim_lines(result)
     why = {v.claim_id: v.rationale for v in result.verdicts}
+    page_lines = {d.doc_id: d.text.split("\n") for d in result.documents}
     counts = {"stale": 0, "stale_hit": 0, "supported": 0, "false_alarm": 0, "uncertain": 0,
               "uncertain_flagged": 0, "unmatched": 0}  # fmt: skip
     dump = []
     for g in gold_rows:
-        matched = match_gold(g, by_doc)
+        lines = page_lines.get(g["doc"]) or page_lines.get(Path(g["doc"]).name) or []
+        matched = match_gold(dict(g, line=gold_line(g, lines)), by_doc)
         labels = [lab for _, lab in matched]
         flagged = any(lab in FLAGGED for lab in labels)
         gl = g["label"]
