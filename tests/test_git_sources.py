@@ -251,3 +251,16 @@ def test_a_sentence_the_newest_release_dropped_is_reported_removed(tmp_path):
     assert verdict["Uploads are limited to 10 MB per file."].label == "supported"
     edit = next(e for e in result.edits if e.claim_id == gone.claim_id)
     assert edit.status == "queued" and edit.new_text == "" and "removed in v2.0.0" in edit.reason
+
+
+def test_a_file_the_newest_rev_deleted_is_not_current_documentation(tmp_path):
+    repo = make_repo(tmp_path)
+    release(repo, "v1.0.0", "2024-01-10", {"docs/legacy.md": "# Legacy\n\nThe legacy agent polls every 5 minutes.\n",
+                                           "docs/guide.md": "# Guide\n\nThe agent polls every 5 minutes.\n"})  # fmt: skip
+    release(repo, "v2.0.0", "2024-09-01", {"docs/legacy.md": None, "docs/guide.md": "# Guide\n\nThe agent polls every minute.\n"})
+    sources, errors = load_git_sources(f"git:{repo}@tags:docs", today=TODAY)
+    assert sorted((s.source_id, s.source_rev) for s in sources) == [("guide.md", "v1.0.0"), ("guide.md", "v2.0.0")]
+    # a file moved between the revs is the same source, not a deleted one
+    release(repo, "v3.0.0", "2025-01-15", {"docs/guide.md": None, "docs/manual/guide.md": "# Guide\n\nThe agent polls every minute.\n"})
+    sources, errors = load_git_sources(f"git:{repo}@tags:docs", today=TODAY)
+    assert {s.source_id for s in sources} == {"manual/guide.md"} and len(sources) == 2

@@ -259,6 +259,7 @@ def read_versions(spec: GitSpec, errors: list[IngestError], suffixes=DOC_SUFFIXE
     latest: dict[tuple[int, str], _Version] = {}
     prev: Rev | None = None
     next_id = 0
+    current: dict[str, int] = {}
     for rev in revs:
         files = files_at(repo, rev, spec.path, where, errors, suffixes)
         renamed = _renames(repo, prev, rev, spec.path) if prev is not None else {}
@@ -294,7 +295,12 @@ def read_versions(spec: GitSpec, errors: list[IngestError], suffixes=DOC_SUFFIXE
         # paths that vanished keep their identity, so a file that comes back is the same source
         identity_of.update(current)
         prev = rev
-    versions = sorted(latest.values(), key=lambda v: (v.rev.commit.committer.time, v.path))
+    # a file the newest rev read no longer holds was deleted from the docs: what it said is
+    # history, not what the product documents now (a moved file kept its identity above)
+    # (a PATH absent at the newest rev is reported above and filters nothing)
+    present = set(current.values())
+    versions = sorted((v for v in latest.values() if v.identity in present or not present),
+                      key=lambda v: (v.rev.commit.committer.time, v.path))  # fmt: skip
     errors.extend(problems.values())
     return repo, revs, versions, names
 
