@@ -117,7 +117,7 @@ def test_git_sources_include_from_the_same_rev(tmp_path):
     release(repo, "v2.0.0", "2024-09-01", {"docs/_snippets/limits.md": "Uploads are limited to 50 MB.\n"})
     release(repo, "v3.0.0", "2025-01-15", {"docs/guide.md": "# Guide\n\n{!limits.md!}\n\n{!missing.md!}\n\nThe guide ends here.\n"})
     sources, errors = load_git_sources(f"git:{repo}@tags:docs", today=TODAY)
-    guide = sorted((s for s in sources if s.source_id == "guide.md"), key=lambda s: s.source_date)
+    guide = sorted((s for s in sources if s.source_id == "guide.md"), key=lambda s: str(s.source_date))
     # the page is a new version where the snippet changed (v2.0.0) though its own file did not;
     # each version holds the snippet as it was at its rev
     assert [(s.source_rev, passages(s)[1]) for s in guide] == [

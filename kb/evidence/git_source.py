@@ -360,14 +360,14 @@ def load_git_sources(text: str, today: date | None = None) -> tuple[list[SourceD
     return out, errors
 
 
-def _has_includes(blob: pygit2.Object, path: str, hints: dict[str, bool]) -> bool:
+def _has_includes(blob: pygit2.Blob, path: str, hints: dict[str, bool]) -> bool:
     key = str(blob.id)
     if key not in hints:
         hints[key] = not is_spec_path(path) and bool(HINT.search(blob.data.decode("utf-8", "replace")))
     return hints[key]
 
 
-def _with_includes(repo: pygit2.Repository, rev: Rev, path: str, blob: pygit2.Object, trees: dict[str, MappingTree],
+def _with_includes(repo: pygit2.Repository, rev: Rev, path: str, blob: pygit2.Blob, trees: dict[str, MappingTree],
                    where: str, problems: dict[str, IngestError], included: set[str]) -> bytes | None:  # fmt: skip
     """The page's bytes with its include directives resolved in the same rev's whole tree
     (kb/ingest/include.py); what cannot be included is an error row and its line is dropped."""
@@ -377,7 +377,7 @@ def _with_includes(repo: pygit2.Repository, rev: Rev, path: str, blob: pygit2.Ob
         return None  # the parser reports it
     tree = trees.get(str(rev.commit.id))
     if tree is None:
-        files = {p: (lambda oid=entry.id: repo[oid].data) for p, entry in _walk(repo, rev.commit.tree)
+        files = {p: (lambda oid=entry.id: _object(repo, oid, pygit2.Blob).data) for p, entry in _walk(repo, rev.commit.tree)
                  if entry.filemode != pygit2.enums.FileMode.LINK}  # fmt: skip
         tree = trees[str(rev.commit.id)] = MappingTree(files)
     text, found = expand_includes(page, path, tree, included)
