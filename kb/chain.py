@@ -104,7 +104,11 @@ def verifier_version() -> str:
 
 
 def corpus_fingerprint(sources: list[SourceDoc]) -> str:
-    return key_of(sorted((s.source_id, s.source_version, str(s.source_date), s.authority) for s in sources))
+    # a deletion is part of the corpus; the 4-tuple of a source still present is kept, so
+    # fingerprints of stores written before deletions were marked still match
+    return key_of(
+        sorted((s.source_id, s.source_version, str(s.source_date), s.authority, *([s.deleted_in] if s.deleted_in else [])) for s in sources)
+    )
 
 
 # ---- stages ----------------------------------------------------------------------------

@@ -130,6 +130,9 @@ class SourceDoc:
     # the git rev (tag, branch or commit as given) this version was read at; None: not from git
     source_rev: str | None = None
     source_kind: str | None = None  # None: a page; "changelog": a release section; "spec": typed facts
+    # the rev that deleted this source from the docs (read from git; "" while it is still there):
+    # every sentence of it is then a removed fact, history rather than current documentation
+    deleted_in: str = ""
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,7 @@ class Passage:
     title: str = ""
     source_rev: str | None = None
     source_kind: str | None = None
+    deleted_in: str = ""  # SourceDoc.deleted_in
 
 
 @dataclass(frozen=True)

@@ -259,8 +259,35 @@ def test_a_file_the_newest_rev_deleted_is_not_current_documentation(tmp_path):
                                            "docs/guide.md": "# Guide\n\nThe agent polls every 5 minutes.\n"})  # fmt: skip
     release(repo, "v2.0.0", "2024-09-01", {"docs/legacy.md": None, "docs/guide.md": "# Guide\n\nThe agent polls every minute.\n"})
     sources, errors = load_git_sources(f"git:{repo}@tags:docs", today=TODAY)
-    assert sorted((s.source_id, s.source_rev) for s in sources) == [("guide.md", "v1.0.0"), ("guide.md", "v2.0.0")]
+    assert sorted((s.source_id, s.source_rev, s.deleted_in) for s in sources) == [
+        ("guide.md", "v1.0.0", ""), ("guide.md", "v2.0.0", ""), ("legacy.md", "v1.0.0", "v2.0.0")
+    ]  # fmt: skip
     # a file moved between the revs is the same source, not a deleted one
     release(repo, "v3.0.0", "2025-01-15", {"docs/guide.md": None, "docs/manual/guide.md": "# Guide\n\nThe agent polls every minute.\n"})
     sources, errors = load_git_sources(f"git:{repo}@tags:docs", today=TODAY)
-    assert {s.source_id for s in sources} == {"manual/guide.md"} and len(sources) == 2
+    assert {s.source_id: s.deleted_in for s in sources} == {"manual/guide.md": "", "legacy.md": "v2.0.0"} and len(sources) == 3
+
+
+def test_a_claim_only_a_deleted_page_supported_is_reported_removed_in_the_deleting_rev(tmp_path):
+    """Deleting a page removes its facts (stale, removal gap), and its old text no longer speaks
+    for another page's changed sentence."""
+    from kb.chain import run_audit
+
+    repo = make_repo(tmp_path)
+    legacy = "# Legacy agent\n\nThe legacy agent reads its settings from `/etc/agent.ini`.\n\nThe agent polls every 5 minutes.\n"
+    guide = "# Guide\n\nThe agent polls every 5 minutes.\n\nLogs are kept for 14 days.\n"
+    release(repo, "v1.0.0", "2024-01-10", {"docs/legacy.md": legacy, "docs/guide.md": guide})
+    release(repo, "v2.0.0", "2024-09-01", {"docs/legacy.md": None, "docs/guide.md": guide.replace("every 5 minutes", "every minute")})
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "agent.md").write_text(
+        "---\nupdated: 2024-01-10\n---\n# Agent\n\nThe legacy agent reads its settings from `/etc/agent.ini`.\n\n"
+        "The agent polls every 5 minutes.\n\nLogs are kept for 14 days.\n"
+    )
+    settings = Settings(docs=kb, sources=[f"git:{repo}@tags:docs"], depth="D0", today=TODAY, full=True).validate()
+    result = run_audit(settings)
+    verdict = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    gone = verdict["The legacy agent reads its settings from /etc/agent.ini."]
+    assert gone.label == "stale" and gone.action.startswith("removed in v2.0.0"), gone
+    assert verdict["The agent polls every 5 minutes."].label == "stale", verdict["The agent polls every 5 minutes."]
+    assert verdict["Logs are kept for 14 days."].label == "supported"

@@ -235,6 +235,7 @@ class _Version:
     blob: pygit2.Blob
     first: Rev | None = None  # the oldest rev read that holds it
     data: bytes | None = None  # the page with its includes resolved at ``rev`` (None: the blob's bytes)
+    deleted_in: str = ""  # the rev that deleted the file (not moved): its versions are removed facts
 
 
 def read_versions(spec: GitSpec, errors: list[IngestError], suffixes=DOC_SUFFIXES):
@@ -260,7 +261,8 @@ def read_versions(spec: GitSpec, errors: list[IngestError], suffixes=DOC_SUFFIXE
     prev: Rev | None = None
     next_id = 0
     current: dict[str, int] = {}
-    for rev in revs:
+    last_seen: dict[int, int] = {}  # identity -> index of the newest rev holding it
+    for index, rev in enumerate(revs):
         files = files_at(repo, rev, spec.path, where, errors, suffixes)
         renamed = _renames(repo, prev, rev, spec.path) if prev is not None else {}
         current: dict[str, int] = {}
@@ -275,6 +277,7 @@ def read_versions(spec: GitSpec, errors: list[IngestError], suffixes=DOC_SUFFIXE
                 ident = next_id
                 next_id += 1
             current[path] = ident
+            last_seen[ident] = index
             names[ident] = path
             # the same text at a later rev is the same version, carrying the later rev; a page
             # that includes other files is the same version while its text with them is the same
@@ -295,12 +298,16 @@ def read_versions(spec: GitSpec, errors: list[IngestError], suffixes=DOC_SUFFIXE
         # paths that vanished keep their identity, so a file that comes back is the same source
         identity_of.update(current)
         prev = rev
-    # a file the newest rev read no longer holds was deleted from the docs: what it said is
-    # history, not what the product documents now (a moved file kept its identity above)
-    # (a PATH absent at the newest rev is reported above and filters nothing)
+    # a file the newest rev read no longer holds was deleted from the docs (a moved file kept
+    # its identity above): what it said is history, removed in the rev after the last one that
+    # held it, not what the product documents now (a PATH absent at the newest rev is reported
+    # above and marks nothing)
     present = set(current.values())
-    versions = sorted((v for v in latest.values() if v.identity in present or not present),
-                      key=lambda v: (v.rev.commit.committer.time, v.path))  # fmt: skip
+    if present:
+        for v in latest.values():
+            if v.identity not in present:
+                v.deleted_in = revs[last_seen[v.identity] + 1].name
+    versions = sorted(latest.values(), key=lambda v: (v.rev.commit.committer.time, v.path))
     errors.extend(problems.values())
     return repo, revs, versions, names
 
@@ -353,6 +360,7 @@ def load_git_sources(text: str, today: date | None = None) -> tuple[list[SourceD
                 blocks=doc.blocks,
                 source_rev=v.rev.name,
                 source_kind=SPEC_KIND if is_spec_path(v.path) else None,
+                deleted_in=v.deleted_in,
             )
         )
     for ident, items in logs.items():

@@ -120,6 +120,7 @@ def _passage(source: SourceDoc, group: list[_Span]) -> Passage:
         title=source.title,
         source_rev=source.source_rev,
         source_kind=source.source_kind,
+        deleted_in=source.deleted_in,
     )
 
 
@@ -576,7 +577,7 @@ class Retriever:
                 ev = []
                 for rank, j in enumerate(chosen, start=1):
                     p = self.passages[j]
-                    gone = self.removed_in(sentence[j])
+                    gone = self.removed_in(sentence[j]) or p.deleted_in
                     ev.append(
                         Evidence(
                             claim_id=claim.claim_id,
