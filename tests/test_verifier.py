@@ -242,3 +242,23 @@ def test_option_fields_in_other_formats_are_judged_against_their_own_option():
     assert judged[0].relation == "supports" and judged[1].relation == "refutes" and judged[2].relation == "nei"
     out = v.verify([default], evidence, date(2025, 6, 1))[0]
     assert out.label == "stale" and '"dist"' in out.evidence_sentence
+
+
+def test_a_list_lead_in_states_none_of_its_items():
+    # the claim is an item read with its lead-in; the retriever handed the lead-in alone
+    item = replace(_claim("a", "Exports can be written in two formats: Parquet."), source_text="Parquet.")
+    page = "The exporter runs nightly. Exports can be written in two formats: CSV."
+    lead = "Exports can be written in two formats:"
+    e = _ev("a", "export.md", NEW, page, lead, 1)
+    model = _StubModel(lambda c, s: [0.03, 0.94, 0.03])  # a model that reads the missing item as a denial
+    v = Verifier(VerifierSettings(use_model=True))
+    v._model = model
+    (j,) = v.judge_pairs([item], {"a": [e]})["a"]
+    assert j.relation == "nei" and "lead-in" in j.rationale, j
+    (out,) = v.verify([item], {"a": [e]}, date(2025, 6, 1))
+    assert out.label == "uncertain", out
+    assert model.calls == []  # sure enough that the model never reads the pair
+    # a lead-in that changed is no prefix of the claim: judged as any sentence
+    changed = _ev("a", "export.md", NEW, "Exports can be written in three formats: CSV.", "Exports can be written in three formats:", 1)
+    (out,) = Verifier(VerifierSettings(use_model=False)).verify([item], {"a": [changed]}, date(2025, 6, 1))
+    assert out.label == "contradicted" and "number" in out.rationale, out

@@ -43,6 +43,21 @@ __all__ = ["Verifier", "VerifierSettings", "verifier_for", "decide", "document_s
 log = logging.getLogger(__name__)
 SETTING_ELSEWHERE_CONFIDENCE = 0.9  # sure enough that the model does not read another option's line
 SETTING_CHANGED_CONFIDENCE = 0.85
+# A list's lead-in ("Two interfaces are included:") states none of the list's items, so against
+# a claim read as "lead-in: item" it is nei, sure enough that the model does not read it either.
+LEAD_IN_CONFIDENCE = 0.9
+LEAD_IN_NOTE = "the sentence is the lead-in of the claim's list: it states none of the items"
+
+
+def is_lead_in_of(claim_text: str, sentence: str) -> bool:
+    """``sentence`` is a lead-in (it ends with a colon) that the claim starts with word for word
+    and goes on from: the claim is one of the items the lead-in introduces. A lead-in that
+    changed ("three ways" -> "four ways") is no prefix, and is judged as any sentence."""
+    if not sentence.rstrip().rstrip("*_").endswith(":"):
+        return False
+    lead, claim = canonical(sentence), canonical(claim_text)
+    return bool(lead) and claim.startswith(lead + " ")
+
 
 DEFAULT_VERIFIER_THRESHOLDS = {
     **DEFAULT_THRESHOLDS,
@@ -158,6 +173,11 @@ class Verifier:
         best: Judgement | None = None
         best_sentence = sentence
         for s in cands:
+            if is_lead_in_of(claim.text, s):
+                j = Judgement("nei", LEAD_IN_CONFIDENCE, "rules", LEAD_IN_NOTE)
+                if _rank(j) > _rank(best):
+                    best, best_sentence = j, s
+                continue
             for t in texts:
                 j = judge_rules(t, s)
                 if j is not None and j.relation == "supports" and t is not texts[0] and j.confidence < 0.95:
