@@ -269,3 +269,13 @@ def test_short_complete_sentence_is_judged_like_any_claim():
     assert decide(claim("Diwali is a festival."), [other_page], [loose], TODAY).label == "supported"
     fragment = claim("Optional, Default=0s")
     assert decide(fragment, [ev(source_id="other.md", sentence="Optional, Default=5s")], [loose], TODAY).label == "uncertain"
+
+
+def test_a_change_of_notation_only_is_no_revision():
+    c = claim('Widgets and "add-on"s can be loaded from the plugins folder.')
+    old = ev("widgets.md", OLD, sentence=c.text)
+    respelled = ev("widgets.md", NEW, rank=2, sentence="Widgets and add-ons can be loaded from the plugins folder.")
+    assert decide(c, [old, respelled], [SUP, NEI], TODAY).label == "uncertain"
+    # a changed word is still a revision
+    reworded = ev("widgets.md", NEW, rank=2, sentence="Widgets and add-ons can be loaded from the extensions folder.")
+    assert decide(c, [old, reworded], [SUP, NEI], TODAY).label == "stale"

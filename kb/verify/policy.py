@@ -402,6 +402,7 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
         return None  # every option's "Optional, Default=..." line is alike: only its own line counts
     all_texts = [claim.text, claim.source_text]
     keys = {canonical(t) for t in all_texts if t}
+    spelled = {_spelling(t) for t in all_texts if t}
     # a list item rewritten with its lead-in ("...steps: Set X") is compared as written, so a
     # shared lead-in does not make two different items look alike
     texts = [claim.source_text] if claim.source_text and canonical(claim.source_text) != canonical(claim.text) else [claim.text]
@@ -410,12 +411,19 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
     best = None
     for e, _ in items:
         for sentence in dict.fromkeys([e.sentence] + passage_sentences(e.passage)):
-            if not sentence or canonical(sentence) in keys:
+            if not sentence or canonical(sentence) in keys or _spelling(sentence) in spelled:
                 continue
             score = max(similarity(t, sentence) for t in texts)
             if score >= threshold and (best is None or score > best[2]):
                 best = (e, sentence, score)
     return best
+
+
+def _spelling(text: str) -> str:
+    """The sentence with its spacing and punctuation taken out: two sentences alike in this key
+    ('"plug-in"s' / 'plug-ins', "set up" / "setup") differ in notation only, which is no revision
+    of what they state. Code identifiers keep their case and separators (``canonical``)."""
+    return canonical(text).replace(" ", "")
 
 
 def _d(e: Evidence) -> str:
