@@ -235,6 +235,7 @@ class _Version:
     blob: pygit2.Blob
     first: Rev | None = None  # the oldest rev read that holds it
     data: bytes | None = None  # the page with its includes resolved at ``rev`` (None: the blob's bytes)
+    content_key: str = ""  # the blob id, with the hash of ``data`` when includes were resolved
     deleted_in: str = ""  # the rev that deleted the file (not moved): its versions are removed facts
 
 
@@ -282,13 +283,13 @@ def read_versions(spec: GitSpec, errors: list[IngestError], suffixes=DOC_SUFFIXE
             # the same text at a later rev is the same version, carrying the later rev; a page
             # that includes other files is the same version while its text with them is the same
             data = None
-            key = (ident, str(blob.id))
+            content_key = str(blob.id)
             if _has_includes(blob, path, hints):
                 includes[path] = set()
                 data = _with_includes(repo, rev, path, blob, trees, where, problems, includes[path])
                 if data is not None:
-                    key = (ident, f"{blob.id}+{content_hash(data)}")
-            staged.append((key, _Version(ident, path, rev, blob, None, data)))
+                    content_key = f"{blob.id}+{content_hash(data)}"
+            staged.append(((ident, content_key), _Version(ident, path, rev, blob, None, data, content_key)))
         parts = parts_of_other_pages(includes)
         for key, version in staged:
             if version.path in parts:
@@ -325,7 +326,7 @@ def load_git_sources(text: str, today: date | None = None) -> tuple[list[SourceD
         source_id = _relative(names[v.identity], spec.path)
         where = f"{spec}@{v.rev.name}:{v.path}"
         data = v.blob.data if v.data is None else v.data
-        key = str(v.blob.id) if v.data is None else f"{v.blob.id}+{content_hash(v.data)}"
+        key = v.content_key
         if key not in parsed:
             if is_spec_path(v.path):
                 parsed[key] = spec_document(data, source_id, where, errors)

@@ -59,6 +59,17 @@ _MYST_INCLUDE = re.compile(r"(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*\{inc
 _OPTION = re.compile(r"[ \t]*:[\w-]+:(?:[ \t].*)?$")
 _FRONT_MATTER = re.compile(r"---[ \t]*\r?\n.*?\n(?:---|\.\.\.)[ \t]*\r?(?:\n|$)", re.S)
 HINT = re.compile(r"--8<--|\{!|\{%-?[ \t]*include|include::|\{include\}|@include:")
+_TARGETS = ("snip", "bang", "jinja", "rst", "vp")  # the _ONE_LINE groups that hold the file named
+
+
+def _target(m: re.Match[str]) -> str:
+    return next(m.group(g) for g in _TARGETS if m.group(g) is not None)
+
+
+def _closes(line: str, fence: str) -> bool:
+    """``line`` closes a code fence opened by ``fence`` (as long a run of the same character)."""
+    body = line.strip()
+    return body.startswith(fence) and not body.strip(fence[0])
 
 
 class Tree:
@@ -212,11 +223,10 @@ class _Expansion:
                 out.append(line)
                 shown = _ONE_LINE.match(line)
                 if shown:  # a file shown as code (an example config): part of this page, not spliced
-                    target = next(shown.group(g) for g in ("snip", "bang", "jinja", "rst", "vp") if shown.group(g) is not None)
-                    found = self.resolve(target, path, report=False)
+                    found = self.resolve(_target(shown), path, report=False)
                     if found is not None:
                         self.included.add(found)
-                if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+                if _closes(line, fence):
                     fence = None
                 i += 1
                 continue
@@ -224,7 +234,7 @@ class _Expansion:
             if m:
                 close = m.group("fence")
                 j = i + 1
-                while j < len(lines) and not (lines[j].strip().startswith(close) and not lines[j].strip().strip(close[0])):
+                while j < len(lines) and not _closes(lines[j], close):
                     j += 1
                 self.splice(out, m.group("target"), m.group("indent"), path, stack)
                 i = j + 1
@@ -237,8 +247,7 @@ class _Expansion:
                 continue
             m = _ONE_LINE.match(line)
             if m:
-                target = next(m.group(g) for g in ("snip", "bang", "jinja", "rst", "vp") if m.group(g) is not None)
-                self.splice(out, target, m.group("indent"), path, stack)
+                self.splice(out, _target(m), m.group("indent"), path, stack)
                 i += 1
                 if m.group("rst") is not None:
                     while i < len(lines) and lines[i].strip() and _OPTION.match(lines[i]):
