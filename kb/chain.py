@@ -333,7 +333,8 @@ def sources_stage(settings: Settings) -> tuple[list[SourceDoc], list[IngestError
 def make_retriever(sources: list[SourceDoc], settings: Settings, cache_dir: Path | None):
     cache = settings.embed_cache_dir or cache_dir
     first = first_stage_for(settings.static_model_path, cache) if settings.retrieval_path == "static+minilm" else None
-    retriever = Retriever(Embedder(settings.embed_model_path, cache_dir=cache), first_stage=first)
+    embedder = Embedder(settings.embed_model_path, cache_dir=cache, backend=settings.embed_backend)
+    retriever = Retriever(embedder, first_stage=first)
     retriever.index(sources)
     return retriever
 

@@ -11,7 +11,7 @@ SciFact corpus. Every figure comes from one process, so the ratios compare like 
 - 1% change: one sentence edited in 1% of the pages, then a run against the first store;
 - no change: the same inputs again;
 - with ``--floor``: the embedding floor (the claim and passage texts embedded once with the
-  MiniLM, no cache).
+  MiniLM in torch, no cache).
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ from kb.evidence.sources import load_sources
 from kb.store import Store
 
 SENTENCES_PER_PAGE = 10
+# The paths compared: the default (static first stage, the MiniLM in ONNX Runtime on the
+# candidates) and the MiniLM-only path as it was before either (torch on every passage).
+PATHS = {"static+minilm": ("static+minilm", "onnx"), "minilm": ("minilm", "torch")}  # retrieval path, embed backend
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "scifact" / "corpus.jsonl"
 
 
@@ -176,7 +179,16 @@ def run(params: Params) -> dict[str, float]:
     if params.corpus_extra is not None:
         corpus = subset_corpus(corpus, used, params.corpus_extra, work / "corpus.jsonl", params.seed)
     paths = ("static+minilm", "minilm") if params.paths == "both" else (params.paths,)
-    base = Settings(docs=docs, sources=[corpus], out=out, depth=params.depth, today=dt.date(2026, 1, 1), retrieval_path=paths[0]).validate()
+    retrieval_path, backend = PATHS[paths[0]]
+    base = Settings(
+        docs=docs,
+        sources=[corpus],
+        out=out,
+        depth=params.depth,
+        today=dt.date(2026, 1, 1),
+        retrieval_path=retrieval_path,
+        embed_backend=backend,
+    ).validate()
     if params.warm_embeddings:
         shutil.copytree(Path(params.warm_embeddings), out / "cache" / "embeddings")
     store = Store(out)
@@ -214,7 +226,8 @@ def run(params: Params) -> dict[str, float]:
         change_pages_back(pages)
 
     if len(paths) > 1:
-        other = base.replace(out=work / "store-minilm", retrieval_path=paths[1]).validate()
+        retrieval_path, backend = PATHS[paths[1]]
+        other = base.replace(out=work / "store-minilm", retrieval_path=retrieval_path, embed_backend=backend).validate()
         other_s, _ = _timed_run(other, Store(other.out))
         metrics.update(
             {
@@ -232,7 +245,7 @@ def run(params: Params) -> dict[str, float]:
         sources, _ = load_sources(corpus, today=base.run_date)
         shape = Retriever(None)
         passage_texts = [Retriever.index_text(p, sents) for src in sources for p, sents in build_passages(src, shape.window, shape.stride)]
-        embedder = Embedder(base.embed_model_path)
+        embedder = Embedder(base.embed_model_path, backend="torch")
         texts = claim_texts + passage_texts
         clock = time.perf_counter()
         embedder.embed_uncached(texts)

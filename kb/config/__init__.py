@@ -49,6 +49,7 @@ DEPTHS = ("D0", "D1", "D2", "D3", "D4", "D5")
 DEPTH_NAMES = {"fast": "D1", "standard": "D2", "strict": "D3", "audit": "D5"}
 DEMO_ROOT = Path(__file__).parent.parent / "demo"
 RETRIEVAL_PATHS = ("static+minilm", "minilm")
+EMBED_BACKENDS = ("onnx", "torch")
 ENV_PREFIX = "KBAUDIT_"
 
 
@@ -99,11 +100,16 @@ def check_url(url: str, name: str = "out") -> str:
     return url
 
 
+def user_cache_dir(environ=None) -> Path:
+    """``$XDG_CACHE_HOME/kbaudit`` (~/.cache/kbaudit when unset): what is kept per machine, not
+    per store (URL store mirrors, the MiniLM's ONNX export)."""
+    environ = os.environ if environ is None else environ
+    return Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kbaudit"
+
+
 def default_mirror(url: str, environ=None) -> Path:
     """``$XDG_CACHE_HOME/kbaudit/stores/<sha of url>`` (~/.cache when unset)."""
-    environ = os.environ if environ is None else environ
-    base = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "kbaudit" / "stores" / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+    return user_cache_dir(environ) / "stores" / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
 
 
 def _listing(value: Any) -> Any:
@@ -265,6 +271,8 @@ class Settings(Section):
     # every passage (docs/retrieval.md "Two-stage dense search")
     retrieval_path: str = "minilm"
     static_model_path: str | None = None  # a model2vec folder or any local sentence-transformers model
+    # "onnx": the MiniLM's transformer runs in ONNX Runtime (same vectors, faster); "torch": as is
+    embed_backend: str = "onnx"
     embed_cache_dir: Path | None = None  # one embedding cache shared by several stores; None: <out>/cache
     today: date | None = Field(default=None, **_flag("pin today's date (YYYY-MM-DD) for freshness checks"))
     max_doc_bytes: int = 64 * 1024 * 1024
@@ -392,6 +400,8 @@ class Settings(Section):
             raise ConfigError("top_k must be at least 1")
         if self.retrieval_path not in RETRIEVAL_PATHS:
             raise ConfigError(f"retrieval_path must be one of {', '.join(RETRIEVAL_PATHS)}; got {self.retrieval_path!r}")
+        if self.embed_backend not in EMBED_BACKENDS:
+            raise ConfigError(f"embed_backend must be one of {', '.join(EMBED_BACKENDS)}; got {self.embed_backend!r}")
         if self.static_model_path and not Path(self.static_model_path).is_dir():
             raise ConfigError(f"static_model_path is not a folder: {self.static_model_path}")
         self.task_runner = self.task_runner.strip()

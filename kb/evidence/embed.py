@@ -7,6 +7,10 @@ L2-normalised, one row per input text, in order) and ``.model_id``.
   (``HF_HUB_OFFLINE=1``): no network call, ever.
 - The model is loaded lazily, on the first text that is not in the cache: a fully cached run
   never loads it.
+- Backend: ``"onnx"`` (default) runs the transformer in ONNX Runtime (kb.evidence.ort_encoder:
+  the same vectors, about 1.5x faster here), exported on first use to ``$XDG_CACHE_HOME/kbaudit/onnx/<model
+  key>/`` (``~/.cache`` when unset; one export per machine); ``"torch"`` runs sentence-transformers as is. The
+  vectors agree to a cosine above 0.99999, so both backends share one cache.
 - Cache: ``<cache_dir>/embeddings/<model key>/shard-*.npz``, an append-only set of shards, each
   holding ``keys`` (sha256 of the text, 32 bytes) and ``vectors`` (float32). A shard is written to
   a temporary name and renamed, so a crash never leaves a half shard; readers skip a shard they
@@ -28,9 +32,15 @@ from pathlib import Path
 import numpy as np
 
 from kb import progress
+from kb.config import user_cache_dir
 from kb.errors import ConfigError
+from kb.evidence.ort_encoder import ExportError, OrtEncoder
+from kb.log import logger
 
 DEFAULT_BATCH = 64
+# ONNX Runtime is fastest here with small batches (less padding per batch: 16 gave 68-76
+# passages/s against 47 at 64 on SciFact passages; docs/retrieval.md "ONNX Runtime").
+ORT_BATCH = 16
 _COMPACT_AT = 16  # shards
 CHUNK = 4096  # texts embedded (and persisted) at a time
 PROGRESS_STEP = 256  # texts per progress update
@@ -61,14 +71,30 @@ def text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
+BACKENDS = ("onnx", "torch")
+
+
 class Embedder:
-    def __init__(self, model_path: str | None = None, cache_dir: Path | str | None = None, batch_size: int = DEFAULT_BATCH):
+    def __init__(
+        self,
+        model_path: str | None = None,
+        cache_dir: Path | str | None = None,
+        batch_size: int = DEFAULT_BATCH,
+        backend: str = "onnx",
+    ):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        if backend not in BACKENDS:
+            raise ConfigError(f"embed_backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
         self.model_path = str(model_path) if model_path else _default_model_path()
         self.model_id = _model_id_for(self.model_path, default=model_path is None)
         self.batch_size = batch_size
-        self.cache_dir = Path(cache_dir) / "embeddings" / self.model_id.replace("/", "_").replace("@", "-") if cache_dir else None
+        self.ort_batch = min(batch_size, ORT_BATCH)
+        key = self.model_id.replace("/", "_").replace("@", "-")
+        self.cache_dir = Path(cache_dir) / "embeddings" / key if cache_dir else None
+        self.backend = backend
+        self._export_dir = user_cache_dir() / "onnx" / key  # one per machine: it depends on the model only
+        self._runner = None  # what embeds: an OrtEncoder, or the SentenceTransformer itself
         self._model = None
         self._lock = threading.RLock()
         self._index: dict[bytes, int] | None = None
@@ -92,6 +118,28 @@ class Embedder:
             return self._model
 
     @property
+    def runner(self):
+        """The ONNX Runtime encoder (backend "onnx"), or the torch model when the backend is
+        "torch" or the model cannot be exported faithfully."""
+        with self._lock:
+            if self._runner is None:
+                self._runner = self.model
+                if self.backend == "onnx":
+                    try:
+                        self._runner = OrtEncoder(self.model, self._export_dir)
+                    except ExportError as exc:
+                        logger.warning("%s: embedding with torch: %s", self.model_id, exc)
+            return self._runner
+
+    def _encode_part(self, texts: list[str]) -> np.ndarray:
+        runner = self.runner
+        if isinstance(runner, OrtEncoder):
+            return runner.encode(texts, batch_size=self.ort_batch)
+        return self.model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+
+    @property
     def dim(self) -> int:
         dim = self.model.get_sentence_embedding_dimension()
         if dim is None:  # int(None) raised this before: a model without a fixed width cannot be cached
@@ -109,11 +157,7 @@ class Embedder:
         parts = []
         for s in range(0, len(texts), PROGRESS_STEP):
             part = texts[s : s + PROGRESS_STEP]
-            parts.append(
-                self.model.encode(
-                    part, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-                )
-            )
+            parts.append(self._encode_part(part))
             if on_batch is not None:
                 on_batch(len(part))
         return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)

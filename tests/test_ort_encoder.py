@@ -1,0 +1,80 @@
+"""The MiniLM in ONNX Runtime: the same vectors as torch on real text, one export per cache,
+a damaged export made again, and the setting that chooses the backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kb.chain import make_retriever
+from kb.config import DEMO_ROOT, Settings, load_settings
+from kb.errors import ConfigError
+from kb.evidence.embed import Embedder
+from kb.evidence.ort_encoder import OrtEncoder
+from kb.evidence.sources import load_sources
+
+
+def _demo_texts() -> list[str]:
+    """Real paragraphs of the demo KB and its sources: lists, numbers, long and short lines."""
+    texts = []
+    for path in sorted((DEMO_ROOT / "docs").glob("*.md")) + sorted((DEMO_ROOT / "sources").glob("*.md")):
+        texts += [p.strip() for p in path.read_text(encoding="utf-8").split("\n\n") if p.strip()]
+    return texts[:80]
+
+
+def test_onnx_vectors_match_torch_and_the_export_is_reused(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    texts = _demo_texts()
+    assert len(texts) >= 40
+    torch_vecs = Embedder(backend="torch").embed_uncached(texts)
+    onnx = Embedder(cache_dir=tmp_path)
+    onnx_vecs = onnx.embed_uncached(texts)
+    assert isinstance(onnx.runner, OrtEncoder) and onnx.runner.exported
+    export = tmp_path / "user-cache" / "kbaudit" / "onnx" / onnx.cache_dir.name / "model.onnx"  # type: ignore[union-attr]
+    assert export.is_file()
+    assert onnx_vecs.shape == torch_vecs.shape and onnx_vecs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(onnx_vecs, axis=1), 1.0, atol=1e-5)
+    assert float(np.min(np.sum(onnx_vecs * torch_vecs, axis=1))) > 0.99999
+
+    # Same neighbours: each text's nearest other text is the same under both backends.
+    def nearest(v):
+        sims = v @ v.T
+        np.fill_diagonal(sims, -2)
+        return sims.argmax(axis=1)
+
+    assert (nearest(onnx_vecs) == nearest(torch_vecs)).all()
+
+    again = Embedder(cache_dir=tmp_path)
+    mtime = export.stat().st_mtime_ns
+    again.embed_uncached(texts[:3])
+    assert isinstance(again.runner, OrtEncoder) and not again.runner.exported
+    assert export.stat().st_mtime_ns == mtime
+
+
+def test_a_damaged_export_is_made_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    first = Embedder(cache_dir=tmp_path)
+    first.embed_uncached(["one text"])
+    export = tmp_path / "user-cache" / "kbaudit" / "onnx" / first.cache_dir.name / "model.onnx"  # type: ignore[union-attr]
+    export.write_bytes(export.read_bytes()[:4096])  # a copy cut short
+    second = Embedder(cache_dir=tmp_path)
+    vec = second.embed_uncached(["one text"])
+    assert isinstance(second.runner, OrtEncoder) and second.runner.exported
+    assert export.stat().st_size > 10 * 2**20
+    assert float(vec[0] @ first.embed_uncached(["one text"])[0]) > 0.99999
+
+
+def test_embed_backend_setting(tmp_path):
+    assert Settings().embed_backend == "onnx"
+    with pytest.raises(ConfigError, match="embed_backend must be one of onnx, torch; got 'tensorrt'"):
+        Settings(embed_backend="tensorrt").validate()
+    with pytest.raises(ConfigError, match="embed_backend must be one of"):
+        Embedder(backend="cuda")
+    settings = load_settings(cwd=tmp_path, environ={"KBAUDIT_EMBED_BACKEND": "torch"})
+    assert settings.embed_backend == "torch"
+    sources, errors = load_sources(DEMO_ROOT / "sources")
+    assert sources and not errors
+    retriever = make_retriever(sources, settings.replace(docs=DEMO_ROOT / "docs", sources=[DEMO_ROOT / "sources"]), Path(tmp_path))
+    assert retriever.embedder.backend == "torch" and retriever.embedder.runner is retriever.embedder.model
