@@ -378,6 +378,11 @@ def retrieve_stage(
             return [result.get(c.claim_id, []) for c in batch]
 
         results, computed = caches.lookup(caches.evidence, keys, compute, batch_size=2000, found=found)
+    if retriever is not None and retriever.first_stage is not None:
+        logger.info(
+            "two-stage retrieval: %d of %d claims repeat a source sentence (no MiniLM pass); the MiniLM embedded %d of %d passages",
+            retriever.anchored_claims, len(computed), retriever.dense_scored, len(retriever.passages),
+        )  # fmt: skip
     return {c.claim_id: ev for c, ev in zip(wanted, results)}, len(keys) - len(computed)
 
 

@@ -103,7 +103,9 @@ def test_two_stage_recall_on_scifact_subset(tmp_path):
     from kb.evidence.sources import load_sources
     from kb.records import Claim
 
-    items, corpus = _subset(tmp_path, 25, 120)
+    # 300 other abstracts (about 1,400 passages): with 50 candidates per claim the 25 claims'
+    # candidates must still leave a part of the corpus to the static model alone.
+    items, corpus = _subset(tmp_path, 25, 300)
     sources, _ = load_sources(corpus)
     queries = [t for _, t, _ in items]
     gold = [g for _, _, g in items]
@@ -174,3 +176,49 @@ def test_stores_share_one_embedding_cache(tmp_path):
     assert second.embedder.texts_embedded == 0 and second.embedder._model is None  # all from the shared cache
     assert not (tmp_path / "store-a").exists() and not (tmp_path / "store-b").exists()
     assert list((tmp_path / "shared" / "embeddings").glob("*/shard-*.npz"))
+
+
+def test_a_claim_that_repeats_a_source_sentence_needs_no_minilm_pass(tmp_path):
+    """The anchor: a claim that copies a source sentence (one number changed, as a stale page
+    does) is ranked by the first stage alone, and the MiniLM embeds neither it nor candidates
+    for it; a paraphrase of the same fact still goes through the MiniLM. Both find the
+    backup statement."""
+    from kb.evidence.retrieve import Retriever
+    from kb.evidence.sources import load_sources
+    from kb.records import Claim
+
+    sources, _ = load_sources(DEMO_ROOT / "sources")
+    minilm = Embedder(cache_dir=tmp_path / "cache")
+    retriever = Retriever(minilm, first_stage=StaticEmbedder())
+    retriever.index(sources)
+
+    def claim(cid: str, text: str) -> Claim:
+        return Claim(claim_id=cid, doc_id="kb", version_id="kb", start=0, end=0, source_text=text, text=text)
+
+    copied = claim("copied", "Database backups run every 12 hours.")  # the source says 6 (2024) and 4 (2025)
+    found = retriever.search([copied], k=5)["copied"]
+    assert retriever.anchored_claims == 1 and minilm.texts_embedded == 0 and retriever.dense_scored == 0
+    assert any("backups run every" in e.sentence for e in found[:3]), [e.sentence for e in found]
+    assert {e.source_id for e in found} >= {"backup-config"}
+    assert all(-1.0 <= e.score_dense <= 1.0 for e in found)
+
+    paraphrase = claim("para", "How often the database is backed up: twice a day.")
+    found = retriever.search([paraphrase], k=5)["para"]
+    assert retriever.anchored_claims == 1 and minilm.texts_embedded > 0 and retriever.dense_scored > 0
+    assert any(e.source_id == "backup-config" for e in found)
+
+    # A clause the splitter cut from a source sentence anchors too; three words are too few.
+    clause = claim("clause", "An unacknowledged page escalates to the secondary on-call engineer")
+    found = retriever.search([clause], k=5)["clause"]
+    assert retriever.anchored_claims == 2
+    assert found[0].sentence.startswith("An unacknowledged page escalates"), [e.sentence for e in found]
+    retriever.search([claim("short", "Engineers are scheduled")], k=5)
+    assert retriever.anchored_claims == 2
+    # A KB heading that copies a source's title anchors to that source.
+    found = retriever.search([claim("title", "On-call and incident handbook")], k=5)["title"]
+    assert retriever.anchored_claims == 3 and found[0].source_id == "incident-handbook"
+
+    off = Retriever(Embedder(cache_dir=tmp_path / "cache-2"), first_stage=StaticEmbedder(), anchor=None)
+    off.index(sources)
+    off.search([copied], k=5)
+    assert off.anchored_claims == 0 and off.dense_scored > 0

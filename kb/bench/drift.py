@@ -44,6 +44,7 @@ import tempfile
 import time
 from datetime import date
 from pathlib import Path
+from typing import Literal
 
 import pygit2
 from pydantic import BaseModel, Field
@@ -80,6 +81,9 @@ class Params(BaseModel):
         description="audit the raw pages against the projects' git history (DIR: the docsdrift-git folder, default <data>/../docsdrift-git)",
         json_schema_extra={"const": "", "metavar": "DIR"},
     )
+    retrieval_path: Literal["minilm", "static+minilm"] = Field(
+        default="minilm", description="retrieval path (default minilm, the settings' default; docs/retrieval.md)"
+    )
 
 
 def _newest_source_date(folder: Path) -> date | None:
@@ -108,12 +112,14 @@ def raw_kb(project: Path) -> Path | None:
     return None
 
 
-def audit_project(project: Path, depth: str, today: date | None, cache_dir: Path | None, kb: Path | None = None):
+def audit_project(
+    project: Path, depth: str, today: date | None, cache_dir: Path | None, kb: Path | None = None, retrieval_path: str = "minilm"
+):
     """Run the pipeline on one project. Reads only the KB (kb/ unless `kb` names the raw
     pages), sources/ and sources_old/."""
     sources = [project / "sources", project / "sources_old"]
     settings = Settings(docs=kb or project / "kb", sources=[s for s in sources if s.exists()], depth=depth,
-                        today=today or _newest_source_date(project / "sources"), full=True)  # fmt: skip
+                        today=today or _newest_source_date(project / "sources"), full=True, retrieval_path=retrieval_path)  # fmt: skip
     settings.validate()
     return run_audit(settings, cache_dir=cache_dir)
 
@@ -134,7 +140,9 @@ def docs_path_of(repo_path: Path, kb: Path) -> str:
     return max(votes, key=lambda p: (votes[p], -len(p))) if votes else ""
 
 
-def audit_project_git(project: str, git_root: Path, depth: str, today: date | None, cache_dir: Path | None, work: Path):
+def audit_project_git(
+    project: str, git_root: Path, depth: str, today: date | None, cache_dir: Path | None, work: Path, retrieval_path: str = "minilm"
+):
     """Clone ``<git_root>/<project>.bundle`` bare and audit the raw KB against every tag."""
     clone = work / f"{project}.git"
     subprocess.run(["git", "clone", "--quiet", "--bare", str(git_root / f"{project}.bundle"), str(clone)],
@@ -145,7 +153,7 @@ def audit_project_git(project: str, git_root: Path, depth: str, today: date | No
     newest = max((t.day for t in tags), default=None)
     spec = f"git:{clone}@tags:{docs_path}"
     log.info("%s: %s (%d tags, docs path %r)", project, spec, len(tags), docs_path)
-    settings = Settings(docs=kb, sources=[spec], depth=depth, today=today or newest, full=True)
+    settings = Settings(docs=kb, sources=[spec], depth=depth, today=today or newest, full=True, retrieval_path=retrieval_path)
     settings.validate()
     return run_audit(settings, cache_dir=cache_dir)
 
@@ -314,10 +322,10 @@ def run(args: Params) -> dict[str, float]:
             if git_root is not None:
                 with tempfile.TemporaryDirectory(prefix="kbaudit-drift-git-") as work:
                     result = audit_project_git(project.name, git_root, args.depth, today, Path(cache_root) / project.name,
-                                               Path(work))  # fmt: skip
+                                               Path(work), args.retrieval_path)  # fmt: skip
             else:
                 result = audit_project(project, args.depth, today, Path(cache_root) / project.name,
-                                       kb=raw_kb(project) if raw else None)  # fmt: skip
+                                       kb=raw_kb(project) if raw else None, retrieval_path=args.retrieval_path)  # fmt: skip
             audit_s = time.perf_counter() - t0
             # scoring only: gold is read after the audit is complete
             gold_rows = _read_gold(project / "gold.jsonl")
