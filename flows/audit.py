@@ -17,6 +17,7 @@ from prefect.client.schemas.objects import StateType
 from prefect.deployments import run_deployment
 
 from flows.dask_verify import remote_verification, task_runner_for, with_task_runner
+from kb import progress
 from kb.chain import merge_counts, run_audit, runs_row
 from kb.config import Settings
 from kb.correct.review import writable_root
@@ -53,6 +54,7 @@ def audit_body(settings: Settings, store: Store, run_id: str, shard: tuple[int, 
 
 def _commit(store: Store, settings: Settings, run_id: str, counts: dict, started_at: dt.datetime, seconds: float) -> dict:
     row = runs_row(counts, settings, started_at, seconds)
+    progress.check_interrupt()  # a Ctrl-C that a finalizer swallowed still stops the commit
     store.commit_run(run_id, row)
     logger.info("[6/6] store: run %s written to %s", run_id, settings.out)
     if settings.apply:

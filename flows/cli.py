@@ -10,7 +10,9 @@ import argparse
 import importlib
 import json
 import logging
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from flows.env import QUIET_LOGGERS, prepare_environment
@@ -171,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
     progress.add_listener(CONSOLE)
+    progress.reset_interrupt()
+    in_main = threading.current_thread() is threading.main_thread()
+    previous_sigint = signal.signal(signal.SIGINT, progress.on_sigint) if in_main else None
     try:
         return args.func(args)
     except (UsageError, StoreError) as exc:  # the reason is the whole message
@@ -183,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("kbaudit").debug("run failed", exc_info=True)
         print(f"kbaudit: {args.command} failed: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return exc.exit_code if isinstance(exc, KbauditError) else 3
+    finally:
+        if previous_sigint is not None:
+            signal.signal(signal.SIGINT, previous_sigint)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -815,6 +815,7 @@ def audit_and_commit(settings: Settings, store: Store) -> tuple[AuditResult, dic
     try:
         result = run_audit(settings, store=store, run_id=run_id)
         row = runs_row(result.counts, settings, started_at, result.seconds)
+        progress.check_interrupt()  # a Ctrl-C that a finalizer swallowed still stops the commit
         store.commit_run(run_id, row)
     finally:
         store.unlock()

@@ -172,6 +172,28 @@ def track(stage: str, total: int, unit: str = "items", min_total: int = 1):
     tracker.close()
 
 
+# Ctrl-C. Python's own handler raises KeyboardInterrupt wherever the main thread is, and one
+# raised inside a finalizer (``__del__``) is printed and dropped: the run then went on and
+# committed. The CLI installs ``on_sigint``, which also remembers the signal, and the commit
+# calls ``check_interrupt`` first, so a Ctrl-C that was dropped still leaves the store as it was.
+_interrupted = threading.Event()
+
+
+def on_sigint(signum, frame) -> None:
+    _interrupted.set()
+    raise KeyboardInterrupt
+
+
+def check_interrupt() -> None:
+    """Raise KeyboardInterrupt if a Ctrl-C came since ``reset_interrupt`` (see ``on_sigint``)."""
+    if _interrupted.is_set():
+        raise KeyboardInterrupt
+
+
+def reset_interrupt() -> None:
+    _interrupted.clear()
+
+
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "?"

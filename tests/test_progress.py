@@ -209,3 +209,33 @@ def test_ctrl_c_during_a_stage_leaves_the_store_as_it_was(prefect_harness, tmp_p
     assert "interrupted; the store is unchanged" in text, text[-3000:]
     assert Store(out).run_ids() == runs
     assert _files(out) == before
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed interrupt, on purpose
+def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_the_commit(tmp_path):
+    """Python drops a KeyboardInterrupt raised inside ``__del__``; the run then went on. The
+    CLI's SIGINT handler remembers the signal and the commit refuses: the store stays as it was."""
+    from kb.chain import audit_and_commit
+    from kb.store import Store
+
+    class Finalized:
+        def __del__(self):
+            progress.on_sigint(signal.SIGINT, None)  # the signal lands while a finalizer runs
+
+    docs = _small_kb(tmp_path)
+    out = tmp_path / "out"
+    settings = Settings(docs=docs, sources=[DEMO_ROOT / "sources"], out=out, depth="D0", today=None).validate()
+    store = Store(out)
+    audit_and_commit(settings, store)
+    before, runs = _files(out), store.run_ids()
+    progress.reset_interrupt()
+    try:
+        Finalized()  # dropped at once: its KeyboardInterrupt is printed and swallowed
+        with pytest.raises(KeyboardInterrupt):
+            audit_and_commit(settings, store)
+    finally:
+        progress.reset_interrupt()
+    assert Store(out).run_ids() == runs
+    assert _files(out) == before
+    audit_and_commit(settings, store)  # after a reset the next run commits
+    assert len(Store(out).run_ids()) == len(runs) + 1
