@@ -127,12 +127,10 @@ class OrtEncoder:
         # Longest first, as sentence-transformers orders them, so a batch pads to similar lengths.
         order = np.argsort([-len(t) for t in texts], kind="stable")
         out = np.zeros((len(texts), 0), dtype=np.float32)
-        parts = []
         for s in range(0, len(texts), batch_size):
             idx = order[s : s + batch_size]
-            parts.append((idx, self._batch([texts[i] for i in idx])))
-        if parts:
-            out = np.zeros((len(texts), parts[0][1].shape[1]), dtype=np.float32)
-            for idx, vecs in parts:
-                out[idx] = vecs
+            vecs = self._batch([texts[i] for i in idx])
+            if not out.shape[1]:  # the width is the model's: known after the first batch
+                out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
+            out[idx] = vecs
         return out
