@@ -41,7 +41,7 @@ from kb.evidence.sources import load_sources
 from kb.ingest.git import changed_documents
 from kb.ingest.walk import DOC_SUFFIXES, _ignore_spec, ingest, shard_of
 from kb.log import logger
-from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, SourceDoc, Verdict
+from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, SourceDoc, Verdict, replaced
 from kb.store import Store, new_run_id, rows_of
 from kb.store.cache import ResultCache, code_version, key_of
 from kb.verify import verifier_for
@@ -391,7 +391,8 @@ def sign_evidence(run_id: str, evidence: dict[str, list[Evidence]], key_dir: Pat
     rows = [e for claim_id in sorted(evidence) for e in evidence[claim_id]]
     inputs = json.dumps(sorted(evidence)).encode()
     receipt = sign_batch(run_id, "retriever", inputs=inputs, outputs=None, key_dir=key_dir, outputs_hash=canonical_digest(rows))
-    stamped = {claim_id: [dataclasses.replace(e, receipt_id=receipt["receipt_id"]) for e in items] for claim_id, items in evidence.items()}
+    receipt_id = receipt["receipt_id"]
+    stamped = {claim_id: [replaced(e, receipt_id=receipt_id) for e in items] for claim_id, items in evidence.items()}
     return stamped, receipt
 
 

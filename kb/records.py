@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
 LABELS = ("supported", "contradicted", "stale", "uncertain")
 CLAIM_TYPES = (
@@ -35,9 +36,48 @@ def content_hash(data: bytes | str, length: int = 16) -> str:
     return hashlib.sha256(data).hexdigest()[:length]
 
 
-def as_row(record) -> dict:
-    """A record as a plain dict (the store converts lists of these to Arrow)."""
-    return dataclasses.asdict(record)
+_LEAVES = (str, int, float, bool, type(None), date)
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _as_plain(value):
+    """``dataclasses.asdict``'s conversion of one value, without copying its leaves."""
+    if isinstance(value, _LEAVES):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return as_row(value)
+    if isinstance(value, list):
+        return [_as_plain(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_as_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _as_plain(v) for k, v in value.items()}
+    return value
+
+
+def field_names(record) -> tuple[str, ...]:
+    """A record's field names, looked up once per record type."""
+    names = _FIELD_NAMES.get(type(record))
+    if names is None:
+        names = _FIELD_NAMES[type(record)] = tuple(f.name for f in dataclasses.fields(record))
+    return names
+
+
+def replaced(record, **changes):
+    """``dataclasses.replace`` for these records (no ``__post_init__``, no slots): a copy of
+    the instance dict with ``changes``, a seventh of replace's cost on a run's evidence rows."""
+    if unknown := set(changes) - set(field_names(record)):
+        raise TypeError(f"{type(record).__name__} has no field {sorted(unknown)[0]!r}")
+    copy = object.__new__(type(record))
+    copy.__dict__.update(record.__dict__, **changes)
+    return copy
+
+
+def as_row(record) -> dict[str, Any]:
+    """A record as a plain dict, as ``dataclasses.asdict`` gives it (the store converts lists of
+    these to Arrow, receipts hash them): a run has tens of thousands of rows, and asdict
+    deep-copies every field of each."""
+    return {name: _as_plain(getattr(record, name)) for name in field_names(record)}
 
 
 @dataclass(frozen=True)

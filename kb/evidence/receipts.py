@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from kb.ingest.walk import shard_of
-from kb.records import content_hash
+from kb.records import as_row, content_hash, field_names
 
 KEY_ENV = "KBAUDIT_RECEIPT_KEY"
 KEY_FILE = "receipt.key"
@@ -123,9 +123,18 @@ def verify_receipt(row: dict, inputs: bytes, outputs: bytes, key_dir: Path | str
 # ---------------------------------------------------------------- canonical bytes
 
 
+_SCALARS = (str, int, bool)
+
+
+def _is_record(value) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
 def _plain(value):
-    if value is None:
-        return None
+    if value is None or type(value) in _SCALARS:  # most fields: returned as they are, at once
+        return value
+    if _is_record(value):
+        return _plain(as_row(value))
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalar
         try:
             value = value.item()
@@ -176,10 +185,14 @@ def canonical_digest(rows, exclude: tuple[str, ...] = ("receipt_id",), columns: 
 def _canonical_lines(rows, exclude: tuple[str, ...], columns: tuple[str, ...] | None) -> list[str]:
     lines = []
     for r in rows:
-        d = dataclasses.asdict(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else dict(cast(Mapping[str, Any], r))
-        if columns is not None:
-            d = {k: d.get(k) for k in columns}
-        d = {k: _plain(v) for k, v in d.items() if k not in exclude}
+        if dataclasses.is_dataclass(r) and not isinstance(r, type):
+            # a record's fields straight to their plain values (_plain converts nested records)
+            d = {k: _plain(getattr(r, k, None)) for k in (columns or field_names(r)) if k not in exclude}
+        else:
+            d = dict(cast(Mapping[str, Any], r))
+            if columns is not None:
+                d = {k: d.get(k) for k in columns}
+            d = {k: _plain(v) for k, v in d.items() if k not in exclude}
         lines.append(json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
     lines.sort()
     return lines

@@ -39,7 +39,7 @@ from kb.evidence.git_source import load_git_sources
 from kb.evidence.specs import KIND as SPEC_KIND
 from kb.evidence.specs import is_spec_path, spec_document
 from kb.ingest.include import HINT, FolderTree, expand_includes, parts_of_other_pages
-from kb.ingest.parse import ParseError, parse_document
+from kb.ingest.parse import OffsetMap, ParseError, parse_document
 from kb.ingest.walk import list_documents
 from kb.records import Block, IngestError, SourceDoc, content_hash
 
@@ -291,7 +291,10 @@ def _join_sentences(sentences: list[str]) -> tuple[str, tuple[Block, ...]]:
     blocks = []
     pos = 0
     for s in sentences:
-        blocks.append(Block(kind="text", start=pos, end=pos + len(s), text=s, offsets=tuple(range(pos, pos + len(s)))))
+        # One run, not one int per character: a corpus holds millions of characters.
+        blocks.append(
+            Block(kind="text", start=pos, end=pos + len(s), text=s, offsets=OffsetMap((0,), (pos,), len(s)) if s else OffsetMap())
+        )
         pos += len(s) + 1
     return " ".join(sentences), tuple(blocks)
 

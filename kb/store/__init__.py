@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from kb.errors import ConfigError, StoreDamaged, StoreLocked
 from kb.errors import StoreError as StoreError  # re-exported: `from kb.store import StoreError` predates kb.errors
 from kb.log import logger
-from kb.records import content_hash
+from kb.records import as_row, content_hash
 from kb.store.schema import APPEND_ONLY, RUN_TABLES, SCHEMAS
 from kb.store.views import view_sql
 
@@ -71,9 +71,7 @@ def to_arrow(table: str, rows: Iterable) -> pa.Table:
     Keys that the schema does not have are dropped; missing ones become null.
     """
     schema = SCHEMAS[table]
-    dicts = [
-        dataclasses.asdict(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else dict(cast(Mapping[str, Any], r)) for r in rows
-    ]  # records or dicts
+    dicts = [as_row(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else dict(cast(Mapping[str, Any], r)) for r in rows]
     columns = {}
     for name in schema.names:
         values = []

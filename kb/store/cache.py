@@ -19,6 +19,7 @@ import json
 import os
 import secrets
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -59,21 +60,32 @@ def _encode(value):
     return value
 
 
+_NESTED = (dict, list)
+
+
+@cache
+def _record_type(name: str) -> tuple[type, dict[str, bool]]:
+    """A record class by name, and for each of its fields whether it holds a tuple (JSON gives
+    a list back). Looked up once per class: a cached stage holds tens of thousands of records."""
+    cls = getattr(records, name)
+    return cls, {f.name: "tuple" in str(f.type) for f in dataclasses.fields(cls)}
+
+
 def _decode(value):
     if isinstance(value, dict):
         if "__date__" in value:
             return dt.date.fromisoformat(value["__date__"])
         if "__type__" in value:
-            cls = getattr(records, value["__type__"])
-            fields = {f.name: f for f in dataclasses.fields(cls)}
+            cls, tuple_fields = _record_type(value["__type__"])
             kwargs = {}
             for name, raw in value.items():
-                if name == "__type__" or name not in fields:
+                if name == "__type__" or name not in tuple_fields:
                     continue
-                decoded = _decode(raw)
-                if isinstance(decoded, list) and "tuple" in str(fields[name].type):
-                    decoded = tuple(decoded)
-                kwargs[name] = decoded
+                if type(raw) in _NESTED:  # most fields are strings and numbers: kept as they are
+                    raw = _decode(raw)
+                    if tuple_fields[name] and isinstance(raw, list):
+                        raw = tuple(raw)
+                kwargs[name] = raw
             return cls(**kwargs)
         return {k: _decode(v) for k, v in value.items()}
     if isinstance(value, list):
