@@ -334,7 +334,7 @@ def make_retriever(sources: list[SourceDoc], settings: Settings, cache_dir: Path
     cache = settings.embed_cache_dir or cache_dir
     first = first_stage_for(settings.static_model_path, cache) if settings.retrieval_path == "static+minilm" else None
     embedder = Embedder(settings.embed_model_path, cache_dir=cache, backend=settings.embed_backend)
-    retriever = Retriever(embedder, first_stage=first)
+    retriever = Retriever(embedder, first_stage=first, index_cache=cache)
     retriever.index(sources)
     return retriever
 

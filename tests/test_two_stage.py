@@ -222,3 +222,36 @@ def test_a_claim_that_repeats_a_source_sentence_needs_no_minilm_pass(tmp_path):
     off.index(sources)
     off.search([copied], k=5)
     assert off.anchored_claims == 0 and off.dense_scored > 0
+
+
+def test_a_rerun_reads_the_index_snapshot_and_ranks_the_same(tmp_path):
+    """The BM25 indexes and static vectors are kept as a snapshot keyed by the indexed texts: a
+    second retriever over the same corpus reads it back and returns the same evidence; a torn
+    snapshot is rebuilt, and another corpus gets its own."""
+    from kb.evidence.retrieve import Retriever
+    from kb.evidence.sources import load_sources
+    from kb.records import Claim
+
+    sources, _ = load_sources(DEMO_ROOT / "sources")
+    texts = ["Backups run every night.", "The Pro plan costs $25 per month.", "How often is the database backed up?"]
+    claims = [Claim(claim_id=f"c{i}", doc_id="kb", version_id="kb", start=0, end=0, source_text=t, text=t) for i, t in enumerate(texts)]
+
+    def run(corpus) -> tuple[Retriever, dict]:
+        retriever = Retriever(Embedder(cache_dir=tmp_path / "cache"), first_stage=StaticEmbedder(), index_cache=tmp_path / "cache")
+        retriever.index(corpus)
+        found = retriever.search(claims, k=5)
+        return retriever, {
+            cid: [(e.passage_id, e.sentence, round(e.score_fused, 6), round(e.score_bm25, 4)) for e in ev] for cid, ev in found.items()
+        }
+
+    first, expected = run(sources)
+    snapshots = list((tmp_path / "cache" / "index").glob("*.npz"))
+    assert not first.index_reused and len(snapshots) == 1
+    second, found = run(sources)
+    assert second.index_reused and found == expected
+    snapshots[0].write_bytes(snapshots[0].read_bytes()[:1000])  # torn by a crash
+    third, found = run(sources)
+    assert not third.index_reused and found == expected
+    fourth, _ = run(sources[1:])
+    assert not fourth.index_reused and len(list((tmp_path / "cache" / "index").glob("*.npz"))) == 2
+    assert Retriever(None, first_stage=StaticEmbedder()).index_cache is None  # no store, no snapshot

@@ -31,10 +31,16 @@ Every score is kept in ``Evidence``: ``score_bm25`` (raw BM25), ``score_dense`` 
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
+import os
 import re
+import uuid
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from importlib.metadata import version
+from pathlib import Path
 
 import numpy as np
 from rapidfuzz import fuzz
@@ -43,10 +49,24 @@ from scipy import sparse
 
 # Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
 # passages are cut the same way.
+from kb.claims import text as claim_text
 from kb.claims.text import INDEX_STOPWORDS, sentence_spans, stem_index
+from kb.log import logger
 from kb.records import Claim, Evidence, Passage, SourceDoc, content_hash
 
 # ---------------------------------------------------------------- tokens (BM25, alignment)
+
+SNAPSHOT_FORMAT = 1  # bump when the snapshot's arrays change meaning
+SNAPSHOTS_KEPT = 3
+
+
+@functools.cache
+def _code_hash() -> str:
+    """This module and the tokeniser's: a snapshot built by other code is not read back."""
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    h.update(Path(claim_text.__file__).read_bytes())
+    return h.hexdigest()[:16]
+
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 # (older, newer) sentences of a replaced run that still counts as one local edit. On docsdrift
@@ -169,6 +189,23 @@ class _BM25:
         n = len(token_lists)
         self.idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
 
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """The index as plain arrays (for a snapshot; no pickle)."""
+        m = self.matrix
+        terms = list(self.vocab)
+        return {f"{prefix}data": m.data, f"{prefix}indices": m.indices, f"{prefix}indptr": m.indptr,
+                f"{prefix}shape": np.array(m.shape), f"{prefix}terms": np.array(terms, dtype=str),
+                f"{prefix}term_ids": np.array([self.vocab[t] for t in terms], dtype=np.int64), f"{prefix}idf": self.idf}  # fmt: skip
+
+    @classmethod
+    def from_arrays(cls, z, prefix: str) -> _BM25:
+        index = cls.__new__(cls)
+        shape = tuple(int(x) for x in z[f"{prefix}shape"])
+        index.matrix = sparse.csr_matrix((z[f"{prefix}data"], z[f"{prefix}indices"], z[f"{prefix}indptr"]), shape=shape)
+        index.vocab = dict(zip(z[f"{prefix}terms"].tolist(), z[f"{prefix}term_ids"].tolist()))
+        index.idf = z[f"{prefix}idf"]
+        return index
+
     def scores(self, query_tokens: list[list[str]]) -> np.ndarray:
         """Dense (queries x items) BM25 scores: one sparse product for the whole batch."""
         rows, cols = [], []
@@ -207,8 +244,13 @@ class Retriever:
         k1: float = 1.2,
         b: float = 0.75,
         batch_size: int = 256,
+        index_cache: Path | None = None,
     ):
         self.embedder = embedder
+        # Where index() keeps snapshots of what it builds (the BM25 indexes, the static vectors),
+        # keyed by the indexed texts, so a rerun against the same corpus reads them back.
+        self.index_cache = Path(index_cache) if index_cache is not None else None
+        self.index_reused = False  # whether the last index() read a snapshot
         # With a first stage (a static embedder), the dense ranking over every passage is the
         # static one and the MiniLM (``embedder``) scores only each claim's top ``rerank``
         # passages of the first-stage fusion (50: set on SciFact train claims), except for a
@@ -240,7 +282,7 @@ class Retriever:
         self._vectors = np.zeros((0, 0), dtype=np.float32)
         self._bm25: _BM25 | None = None  # over passages (title + section + text)
         self._bm25_sent: _BM25 | None = None  # over single sentences
-        self._sent_terms: list[frozenset[str]] = []  # each sentence's BM25 terms, for alignment
+        self._sent_terms: dict[int, frozenset[str]] = {}  # a sentence's BM25 terms, for alignment, as met
         self._version_of = np.zeros(0, dtype=np.int64)  # passage -> version number
         self._versions_by_source: dict[str, list[int]] = {}
         self._version_range: list[tuple[int, int]] = []  # version -> passage [start, end)
@@ -294,22 +336,76 @@ class Retriever:
             dated = [v for v in vs if passages[ranges[v][0]].source_date is not None]
             if len(dated) > 1:
                 self._newest_version[sid] = max(dated, key=lambda v: passages[ranges[v][0]].source_date)
+        self._sent_terms = {}
+        self.index_reused = False
         if not passages:
             self._vectors = np.zeros((0, 0), dtype=np.float32)
             self._bm25 = self._bm25_sent = None
-            self._sent_terms = []
             return
-        self._bm25 = _BM25([tokenize(t) for t in texts], self.k1, self.b)
-        sentence_tokens = [tokenize(s.text) for s in sentences]
-        self._bm25_sent = _BM25(sentence_tokens, self.k1, self.b)
-        self._sent_terms = [frozenset(t) for t in sentence_tokens]
+        snapshot = self._snapshot_path(texts, sentences)
+        if snapshot is None or not self._read_snapshot(snapshot, len(passages), len(sentences)):
+            self._bm25 = _BM25([tokenize(t) for t in texts], self.k1, self.b)
+            self._bm25_sent = _BM25([tokenize(s.text) for s in sentences], self.k1, self.b)
+            if self.first_stage is not None:
+                self._static = self.first_stage.encode(texts)
+            if snapshot is not None:
+                self._write_snapshot(snapshot)
         if self.first_stage is None:
             self._vectors = self.embedder.encode(texts)
         else:
             self._texts = texts
-            self._static = self.first_stage.encode(texts)
             self._dense_row = np.full(len(passages), -1, dtype=np.int64)
             self._dense_vecs = np.zeros((0, 0), dtype=np.float32)
+
+    def _snapshot_path(self, texts: list[str], sentences: list[_Span]) -> Path | None:
+        """The snapshot file for this index: named by a hash of everything index() builds from
+        (the indexed texts, the sentences, the BM25 parameters, the static model, this code)."""
+        if self.index_cache is None:
+            return None
+        h = hashlib.sha256()
+        first = getattr(self.first_stage, "model_id", None) if self.first_stage is not None else None
+        h.update(repr((SNAPSHOT_FORMAT, self.k1, self.b, self.window, self.stride, first, _code_hash(), version("bm25s"))).encode())
+        for t in texts:
+            h.update(t.encode("utf-8"))
+            h.update(b"\0")
+        for sent in sentences:
+            h.update(sent.text.encode("utf-8"))
+            h.update(b"\1")
+        return self.index_cache / "index" / f"{h.hexdigest()[:32]}.npz"
+
+    def _read_snapshot(self, path: Path, n_passages: int, n_sentences: int) -> bool:
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                bm25, sent = _BM25.from_arrays(z, "p_"), _BM25.from_arrays(z, "s_")
+                static = z["static"] if self.first_stage is not None else None
+        except Exception:  # noqa: BLE001 - missing, torn or foreign: build the index instead
+            return False
+        if bm25.matrix.shape[1] != n_passages or sent.matrix.shape[1] != n_sentences:
+            return False
+        if static is not None and static.shape[0] != n_passages:
+            return False
+        self._bm25, self._bm25_sent = bm25, sent
+        if static is not None:
+            self._static = static
+        self.index_reused = True
+        return True
+
+    def _write_snapshot(self, path: Path) -> None:
+        assert self._bm25 is not None and self._bm25_sent is not None
+        arrays = {**self._bm25.arrays("p_"), **self._bm25_sent.arrays("s_")}
+        if self.first_stage is not None:
+            arrays["static"] = self._static
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".tmp-{uuid.uuid4().hex[:8]}-{path.name}")
+            with open(tmp, "wb") as fh:
+                np.savez(fh, **arrays)  # pyright: ignore[reportArgumentType]  # the keys are ours (p_*, s_*, static), never savez's own allow_pickle
+            os.replace(tmp, path)
+            # Older corpora's snapshots: only the newest few are worth their disk.
+            for old in sorted(path.parent.glob("*.npz"), key=lambda f: f.stat().st_mtime)[:-SNAPSHOTS_KEPT]:
+                old.unlink(missing_ok=True)
+        except OSError as exc:  # a read-only or full cache costs the next run a rebuild, nothing more
+            logger.warning("index snapshot not written to %s: %s", path.parent, exc)
 
     @property
     def dense_scored(self) -> int:
@@ -506,7 +602,9 @@ class Retriever:
         for i in range(a, b):
             text = self.sentences[i].text
             fz = fuzz.token_set_ratio(q, default_process(text)) / 100.0
-            terms = self._sent_terms[i]
+            terms = self._sent_terms.get(i)
+            if terms is None:
+                terms = self._sent_terms[i] = frozenset(tokenize(text))
             rec = sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
             score = 0.5 * fz + 0.5 * rec
             if score > best_score:
