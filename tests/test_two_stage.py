@@ -217,6 +217,24 @@ def test_a_claim_that_repeats_a_source_sentence_needs_no_minilm_pass(tmp_path):
     # A KB heading that copies a source's title anchors to that source.
     found = retriever.search([claim("title", "On-call and incident handbook")], k=5)["title"]
     assert retriever.anchored_claims == 3 and found[0].source_id == "incident-handbook"
+    # The clause test reads the KB's own words too: the splitter gave this clause a subject
+    # that the source words differently, so the claim's text alone does not anchor it.
+    text = "If nobody answers, the alert escalates to the secondary on-call engineer after 15 minutes."
+    retriever.search([Claim(claim_id="said", doc_id="kb", version_id="kb", start=0, end=0, source_text=text, text=text)], k=5)
+    assert retriever.anchored_claims == 3
+    cut = Claim(claim_id="cut", doc_id="kb", version_id="kb", start=0, end=0, text=text,
+                source_text="escalates to the secondary on-call engineer after 15 minutes")  # fmt: skip
+    found = retriever.search([cut], k=5)["cut"]
+    assert retriever.anchored_claims == 4 and "escalates to the secondary" in found[0].sentence, [e.sentence for e in found]
+    few = Claim(claim_id="few", doc_id="kb", version_id="kb", start=0, end=0, text=text, source_text="after 15 minutes")
+    retriever.search([few], k=5)
+    assert retriever.anchored_claims == 4
+    # A claim that holds a source sentence and says more (a list's lead-in and its item) is not
+    # anchored: the source states only the part.
+    retriever.search(
+        [claim("more", "The primary on-call engineer must acknowledge a page within 10 minutes and keep the runbook current.")], k=5
+    )
+    assert retriever.anchored_claims == 4
 
     off = Retriever(Embedder(cache_dir=tmp_path / "cache-2"), first_stage=StaticEmbedder(), anchor=None)
     off.index(sources)

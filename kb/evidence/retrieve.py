@@ -447,10 +447,11 @@ class Retriever:
             out = np.maximum(out, sent_scores[:, np.minimum(a + o, b - 1)])
         return out
 
-    def score_batch(self, queries: list[str]):
+    def score_batch(self, queries: list[str], spans: list[str] | None = None):
         """Score matrices (queries x passages) for one batch: a dict with ``bm25`` (passage
         BM25), ``sent`` (best sentence BM25), ``dense`` (cosine), ``fused`` (RRF) and
-        ``sent_raw`` (queries x sentences BM25)."""
+        ``sent_raw`` (queries x sentences BM25). ``spans``: the KB text each query was cut
+        from, if any (the anchor tests it too)."""
         toks = [tokenize(q) for q in queries]
         assert self._bm25 is not None and self._bm25_sent is not None  # index() ran on passages
         bm25 = self._bm25.scores(toks)
@@ -466,7 +467,7 @@ class Retriever:
             # The dense ranking: the candidates by MiniLM cosine, then every other passage by its
             # static cosine (shifted below -1, so below any candidate; see _cosine).
             dense = static - _OUTSIDE
-            anchored = self._anchored(queries, sent_raw, bm25)
+            anchored = self._anchored(queries, sent_raw, bm25, spans)
             rest = np.flatnonzero(~anchored)
             if len(rest):
                 cand = self._top(first[rest], self.rerank)
@@ -488,13 +489,16 @@ class Retriever:
             out["fused"][out["anchored"]] = first[out["anchored"]]
         return out
 
-    def _anchored(self, queries: list[str], sent_raw: np.ndarray, bm25: np.ndarray) -> np.ndarray:
+    def _anchored(self, queries: list[str], sent_raw: np.ndarray, bm25: np.ndarray, spans: list[str] | None = None) -> np.ndarray:
         """Claims that (nearly) repeat a source sentence, a part of one or a source's title: the
         best sentence by BM25 has a rapidfuzz ``ratio`` of at least ``anchor`` to the claim, or
         holds a claim of ``ANCHOR_MIN_WORDS`` words or more (a clause the splitter cut from it)
         with a ``partial_ratio`` of at least ``ANCHOR_PART``; or the title of the best passage by
         BM25 passes the same test (a KB heading copied from its source); all after lower-casing
-        and dropping punctuation. For such a claim the first stage has
+        and dropping punctuation. The clause test also takes the KB text the claim was cut from
+        (``spans``): the splitter gives a clause its sentence's subject ("X is conserved in
+        vertebrates" from "Given that X is part of a family and is conserved in vertebrates"),
+        and the words the KB copied are the clause's. For such a claim the first stage has
         already found its statement, so the MiniLM is not run for it: a KB that copies its
         sources (the usual case for docs) costs no transformer pass per claim. SciFact's
         paraphrased claims are almost never anchored, so their recall is the two-stage path's."""
@@ -506,16 +510,22 @@ class Retriever:
         has, has_passage = sent_raw[rows, best] > 0, bm25[rows, best_passage] > 0
         floor = 100 * self.anchor
 
+        def clause_of(claim: str, text: str) -> bool:
+            # The claim must be the part: partial_ratio also matches a short sentence inside a
+            # longer claim (a list's lead-in inside "lead-in: item"), which says nothing of the rest.
+            return len(claim) <= len(text) and len(claim.split()) >= ANCHOR_MIN_WORDS and fuzz.partial_ratio(claim, text) >= ANCHOR_PART
+
         def repeats(claim: str, text: str) -> bool:
             text = default_process(text)
-            if fuzz.ratio(claim, text) >= floor:
-                return True
-            return len(claim.split()) >= ANCHOR_MIN_WORDS and fuzz.partial_ratio(claim, text) >= ANCHOR_PART
+            return fuzz.ratio(claim, text) >= floor or clause_of(claim, text)
 
         for n, q in enumerate(queries):
             claim = default_process(q)
             title = self.passages[int(best_passage[n])].title if has_passage[n] else ""
-            out[n] = bool(has[n] and repeats(claim, self.sentences[int(best[n])].text)) or bool(title and repeats(claim, title))
+            sentence = self.sentences[int(best[n])].text if has[n] else ""
+            out[n] = bool(sentence and repeats(claim, sentence)) or bool(title and repeats(claim, title))
+            if not out[n] and spans is not None and sentence and spans[n] != q:
+                out[n] = clause_of(default_process(spans[n]), default_process(sentence))
         return out
 
     def _rrf(self, rankings) -> np.ndarray:
@@ -703,7 +713,7 @@ class Retriever:
         step = self._batch()
         for s in range(0, len(todo), step):
             batch = todo[s : s + step]
-            sc = self.score_batch([c.text for c in batch])
+            sc = self.score_batch([c.text for c in batch], [c.source_text for c in batch])
             bm25, dense, fused = sc["bm25"], sc["dense"], sc["fused"]
             for i, claim in enumerate(batch):
                 toks = tokenize(claim.text)
