@@ -40,11 +40,16 @@ _LEAVES = (str, int, float, bool, type(None), date)
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
+def is_record(value) -> bool:
+    """A dataclass instance (not a dataclass type)."""
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
 def _as_plain(value):
     """``dataclasses.asdict``'s conversion of one value, without copying its leaves."""
     if isinstance(value, _LEAVES):
         return value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if is_record(value):
         return as_row(value)
     if isinstance(value, list):
         return [_as_plain(v) for v in value]

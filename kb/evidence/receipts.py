@@ -26,7 +26,6 @@ round trip through Parquet/DuckDB.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import hmac
 import json
@@ -39,7 +38,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from kb.ingest.walk import shard_of
-from kb.records import as_row, content_hash, field_names
+from kb.records import as_row, content_hash, field_names, is_record
 
 KEY_ENV = "KBAUDIT_RECEIPT_KEY"
 KEY_FILE = "receipt.key"
@@ -126,14 +125,10 @@ def verify_receipt(row: dict, inputs: bytes, outputs: bytes, key_dir: Path | str
 _SCALARS = (str, int, bool)
 
 
-def _is_record(value) -> bool:
-    return dataclasses.is_dataclass(value) and not isinstance(value, type)
-
-
 def _plain(value):
     if value is None or type(value) in _SCALARS:  # most fields: returned as they are, at once
         return value
-    if _is_record(value):
+    if is_record(value):
         return _plain(as_row(value))
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalar
         try:
@@ -185,9 +180,10 @@ def canonical_digest(rows, exclude: tuple[str, ...] = ("receipt_id",), columns: 
 def _canonical_lines(rows, exclude: tuple[str, ...], columns: tuple[str, ...] | None) -> list[str]:
     lines = []
     for r in rows:
-        if dataclasses.is_dataclass(r) and not isinstance(r, type):
+        if is_record(r):
             # a record's fields straight to their plain values (_plain converts nested records)
-            d = {k: _plain(getattr(r, k, None)) for k in (columns or field_names(r)) if k not in exclude}
+            names = field_names(r) if columns is None else columns
+            d = {k: _plain(getattr(r, k, None)) for k in names if k not in exclude}
         else:
             d = dict(cast(Mapping[str, Any], r))
             if columns is not None:

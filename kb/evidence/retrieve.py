@@ -516,16 +516,15 @@ class Retriever:
             return len(claim) <= len(text) and len(claim.split()) >= ANCHOR_MIN_WORDS and fuzz.partial_ratio(claim, text) >= ANCHOR_PART
 
         def repeats(claim: str, text: str) -> bool:
-            text = default_process(text)
             return fuzz.ratio(claim, text) >= floor or clause_of(claim, text)
 
         for n, q in enumerate(queries):
             claim = default_process(q)
-            title = self.passages[int(best_passage[n])].title if has_passage[n] else ""
-            sentence = self.sentences[int(best[n])].text if has[n] else ""
+            title = default_process(self.passages[int(best_passage[n])].title) if has_passage[n] else ""
+            sentence = default_process(self.sentences[int(best[n])].text) if has[n] else ""
             out[n] = bool(sentence and repeats(claim, sentence)) or bool(title and repeats(claim, title))
             if not out[n] and spans is not None and sentence and spans[n] != q:
-                out[n] = clause_of(default_process(spans[n]), default_process(sentence))
+                out[n] = clause_of(default_process(spans[n]), sentence)
         return out
 
     def _rrf(self, rankings) -> np.ndarray:

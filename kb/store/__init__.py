@@ -15,7 +15,6 @@ whose run has a ``runs`` row, so a crash part-way through the renames leaves not
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import fcntl
 import json
@@ -34,7 +33,7 @@ import pyarrow.parquet as pq
 from kb.errors import ConfigError, StoreDamaged, StoreLocked
 from kb.errors import StoreError as StoreError  # re-exported: `from kb.store import StoreError` predates kb.errors
 from kb.log import logger
-from kb.records import as_row, content_hash
+from kb.records import as_row, content_hash, is_record
 from kb.store.schema import APPEND_ONLY, RUN_TABLES, SCHEMAS
 from kb.store.views import view_sql
 
@@ -71,7 +70,7 @@ def to_arrow(table: str, rows: Iterable) -> pa.Table:
     Keys that the schema does not have are dropped; missing ones become null.
     """
     schema = SCHEMAS[table]
-    dicts = [as_row(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else dict(cast(Mapping[str, Any], r)) for r in rows]
+    dicts = [as_row(r) if is_record(r) else dict(cast(Mapping[str, Any], r)) for r in rows]
     columns = {}
     for name in schema.names:
         values = []
