@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kb.evidence.embed import Embedder
-from kb.evidence.retrieve import Retriever, build_passages, windows
+from kb.evidence.retrieve import Retriever, build_passages, tokenize, windows
 from kb.evidence.sources import load_sources
 from kb.records import Claim
 
@@ -201,3 +201,103 @@ def test_an_unchanged_sentence_brings_the_newest_passage_that_still_states_it(ve
     ev = versions.search([claim("m", "The metrics page lists every exporter.")], k=1)["m"]
     assert {e.source_date for e in ev if e.sentence == TRACING_OLD[6]} == {date(2021, 8, 17), date(2024, 7, 15)}
     assert not any(e.counterpart_of for e in ev)
+
+
+OPTIONS_OLD = """#### `insecure`
+
+_Optional, Default=false_
+
+`insecure` turns off the verification of the server's certificate.
+
+#### `peerCertURI`
+
+_Optional, Default=false_
+
+`peerCertURI` defines the URI used to match against SAN URI during the peer certificate verification.
+
+```toml
+[http.serversTransports.mytransport]
+  peerCertURI = "foobar"
+```
+
+#### `disableHTTP2`
+
+_Optional, Default=false_
+
+`disableHTTP2` disables HTTP/2 for connections with servers.
+"""
+OPTIONS_NEW = """#### `insecure`
+
+_Optional, Default=false_
+
+`insecure` turns off the verification of the server's certificate.
+
+#### `disableHTTP2`
+
+_Optional, Default=false_
+
+`disableHTTP2` disables HTTP/2 for connections with servers.
+
+#### `peerCertURI`
+
+_Optional, Default=""_
+
+`peerCertURI` defines the URI used to match against SAN URIs during the server's certificate verification.
+It is checked after the root certificates.
+
+```yaml
+http:
+  serversTransports:
+    mytransport:
+      peerCertURI: foobar
+```
+"""
+
+
+@pytest.fixture(scope="module", params=["minilm", "static+minilm"])
+def option_pages(request, tmp_path_factory, cache_dir):
+    from kb.evidence.embed import StaticEmbedder
+
+    root = tmp_path_factory.mktemp("options")
+    for name, day, body in (("old.md", "2021-08-17", OPTIONS_OLD), ("new.md", "2024-07-15", OPTIONS_NEW)):
+        (root / name).write_text(f"---\nid: services\ntitle: Services\nupdated: {day}\n---\n{body}", encoding="utf-8")
+    sources, errors = load_sources(root, today=TODAY)
+    assert errors == []
+    r = Retriever(Embedder(cache_dir=cache_dir), first_stage=StaticEmbedder() if request.param == "static+minilm" else None)
+    r.index(sources)
+    return r
+
+
+def test_a_line_repeated_under_many_headings_is_not_paired_across_them(option_pages):
+    # "Optional, Default=false" also stands under two other options in the newest version: the
+    # old peerCertURI line did not move there, its option's default changed
+    r = option_pages
+    old = [i for i, s in enumerate(r.sentences) if s.section[-1:] == ("peerCertURI",) and "Default=false" in s.text]
+    assert len(old) == 1
+    found = r.counterpart(old[0])
+    assert found is None or r.sentences[found[1]].section[-1:] == ("peerCertURI",)
+    # a line that stands once in each version and keeps its heading is still the same line
+    unchanged = [i for i, s in enumerate(r.sentences) if "disables HTTP/2" in s.text]
+    paired = [r.counterpart(i) for i in unchanged]
+    assert [(tag, r.sentences[n].section[-1]) for tag, n in filter(None, paired)] == [("equal", "disableHTTP2")]
+
+
+def test_a_rewritten_option_section_brings_the_newest_text_under_its_heading(option_pages):
+    r = option_pages
+    text = "peerCertURI: Optional, Default=false"
+    old = next(i for i, s in enumerate(r.sentences) if s.section[-1:] == ("peerCertURI",) and "Default=false" in s.text)
+    dense = np.zeros(len(r.passages))
+    found = r.same_heading(old, dense, {}, tokenize(text), text)
+    assert found is not None
+    passage, sentence = found
+    assert (r.sentences[sentence].text, r.passages[passage].source_date) == ('Optional, Default=""', date(2024, 7, 15))
+    # a passage the claim already holds is not offered twice
+    taken = {passage: sentence}
+    again = r.same_heading(old, dense, taken, tokenize(text), text)
+    assert again is None or again[0] != passage
+    # a sentence of the newest version is what the lookup finds, never what it starts from
+    newest = next(i for i, s in enumerate(r.sentences) if s.text == 'Optional, Default=""')
+    assert r.same_heading(newest, dense, {}, tokenize(text), text) is None
+    ev = r.search([claim("o", text)], k=2)["o"]
+    newest = [(e.section, e.sentence) for e in ev if e.source_date == date(2024, 7, 15)]
+    assert ("peerCertURI", 'Optional, Default=""') in [(s.rsplit(" > ", 1)[-1], t) for s, t in newest], newest

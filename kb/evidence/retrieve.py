@@ -37,6 +37,7 @@ import logging
 import os
 import re
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from importlib.metadata import version
@@ -289,6 +290,7 @@ class Retriever:
         self._version_sentences: list[tuple[int, int]] = []  # version -> sentence [start, end)
         self._newest_version: dict[str, int] = {}  # source -> its newest dated version
         self._aligned: dict[int, dict[int, tuple[str, int]]] = {}  # older version -> diff, lazily
+        self._headings: dict[int, dict[tuple[str, ...], list[int]]] = {}  # version -> section -> its passages, lazily
         self._sentence_starts = np.zeros(0, dtype=np.int64)
 
     # ------------------------------------------------------------ index
@@ -329,7 +331,7 @@ class Retriever:
         self._p_sent = np.asarray(p_sent, dtype=np.int64).reshape(-1, 2)
         self._version_of = np.asarray(version_of, dtype=np.int64)
         self._version_range, self._versions_by_source = ranges, by_source
-        self._version_sentences, self._aligned = sent_ranges, {}
+        self._version_sentences, self._aligned, self._headings = sent_ranges, {}, {}
         self._sentence_starts = np.asarray([a for a, _ in sent_ranges], dtype=np.int64)
         self._newest_version = {}
         for sid, vs in by_source.items():
@@ -596,8 +598,13 @@ class Retriever:
         and IDF-weighted share of the claim's terms it contains (numbers count double: a
         subject's number, "Severity 1", "v2", identifies what the claim is about)."""
         a, b = self._p_sent[j]
-        if b - a == 1:
-            return int(a)
+        return self._best_sentence_of(claim_tokens, claim_text, range(int(a), int(b)))
+
+    def _best_sentence_of(self, claim_tokens: list[str], claim_text: str, indices) -> int:
+        """Of the sentences ``indices``, the one best aligned with the claim (as above)."""
+        indices = list(indices)
+        if len(indices) == 1:
+            return int(indices[0])
         bm = self._bm25_sent
         assert bm is not None  # index() ran on passages
         weights = {}
@@ -607,8 +614,8 @@ class Retriever:
                 weights[t] = float(bm.idf[tid]) * (2.0 if t[:1].isdigit() else 1.0)
         total = sum(weights.values())
         q = default_process(claim_text)
-        best, best_score = int(a), -1.0
-        for i in range(a, b):
+        best, best_score = int(indices[0]), -1.0
+        for i in indices:
             text = self.sentences[i].text
             fz = fuzz.token_set_ratio(q, default_process(text)) / 100.0
             terms = self._sent_terms.get(i)
@@ -634,6 +641,39 @@ class Retriever:
         if v not in self._aligned:
             self._aligned[v] = self._align_versions(v, new)
         return self._aligned[v].get(sentence)
+
+    def same_heading(self, sentence: int, dense: np.ndarray, taken, claim_tokens: list[str], claim_text: str) -> tuple[int, int] | None:
+        """For a sentence of an older source version that has no counterpart in the newest
+        version (its section was rewritten, so the diff pairs nothing): a passage of the newest
+        version holding a sentence under the same heading path, best by ``dense`` among those
+        not in ``taken``, with its sentence under that heading best aligned with the claim; None
+        when the newest version has no such heading. A heading outlives a rewrite of its text
+        (an option's section, "#### `peerCertURI`", keeps its name while its default and its
+        wording change), so what the newest version says under it is what a verifier must read
+        beside the old."""
+        section = self.sentences[sentence].section
+        v = self._version_of_sentence(sentence)
+        new = self._newest_version.get(self.passages[self._version_range[v][0]].source_id)
+        if not section or new is None or new == v or not self._older(v, new):
+            return None
+        if new not in self._headings:
+            by_section: dict[tuple[str, ...], list[int]] = {}
+            na, nb = self._version_sentences[new]
+            for i in range(na, nb):
+                by_section.setdefault(self.sentences[i].section, []).append(i)
+            self._headings[new] = by_section
+        under = self._headings[new].get(section)
+        if not under:
+            return None
+        a, b = self._version_range[new]
+        starts, ends = self._p_sent[a:b, 0], self._p_sent[a:b, 1]
+        holding = np.flatnonzero((starts <= under[-1]) & (ends > under[0])) + a
+        free = [int(j) for j in holding if int(j) not in taken]
+        if not free:
+            return None
+        j = max(free, key=lambda j: float(dense[j]))
+        inside = [i for i in under if self._p_sent[j, 0] <= i < self._p_sent[j, 1]]
+        return j, self._best_sentence_of(claim_tokens, claim_text, inside)
 
     def removed_in(self, sentence: int) -> str:
         """For a sentence of an older source version that the newest version has no counterpart
@@ -679,14 +719,36 @@ class Retriever:
         (oa, ob), (na, nb) = self._version_sentences[old], self._version_sentences[new]
         old_keys = [_sentence_key(self.sentences[i].text) for i in range(oa, ob)]
         new_keys = [_sentence_key(self.sentences[i].text) for i in range(na, nb)]
-        where_now = {k: na + i for i, k in reversed(list(enumerate(new_keys)))}
+        where_now: dict[str, list[int]] = {}
+        for i, k in enumerate(new_keys):
+            where_now.setdefault(k, []).append(na + i)
+        repeats_old = Counter(old_keys)
+
+        def moved_to(i: int) -> int | None:
+            """Where the older sentence ``i`` went, if it moved elsewhere on the page: a
+            newer sentence of the same words, under the same heading; or, for a sentence
+            that occurs once in each version, wherever it is. A line that repeats under many
+            headings ("Optional, Default=false") says nothing of where its fact went: taken
+            from another heading, it paired an option's old default with another option's. The
+            same holds where the diff itself lines such a line up with one under another
+            heading (sections reordered); a line that stands once keeps the diff's pairing,
+            whatever its heading is now called."""
+            found = where_now.get(old_keys[i], [])
+            section = self.sentences[oa + i].section
+            same = [j for j in found if self.sentences[j].section == section]
+            if same:
+                return same[0]
+            if len(found) == 1 and repeats_old[old_keys[i]] == 1:
+                return found[0]
+            return None
+
         out: dict[int, tuple[str, int]] = {}
         for tag, i1, i2, j1, j2 in SequenceMatcher(None, old_keys, new_keys, autojunk=False).get_opcodes():
             for i in range(i1, i2):
-                if tag == "equal":
+                if tag == "equal" and (repeats_old[old_keys[i]] == 1 or self.sentences[na + j1 + i - i1].section == self.sentences[oa + i].section):
                     out[oa + i] = ("equal", na + j1 + i - i1)
-                elif old_keys[i] in where_now:  # moved elsewhere on the page
-                    out[oa + i] = ("equal", where_now[old_keys[i]])
+                elif (moved := moved_to(i)) is not None:
+                    out[oa + i] = ("equal", moved)
                 elif tag == "replace" and i2 - i1 <= LOCAL_EDIT[0] and j2 - j1 <= LOCAL_EDIT[1]:
                     j = max(range(j1, j2), key=lambda j: fuzz.ratio(old_keys[i], new_keys[j]))
                     out[oa + i] = ("replaced", na + j)
@@ -722,6 +784,10 @@ class Retriever:
                 for j in list(chosen):
                     found = self.counterpart(sentence[j])
                     if found is None:
+                        held = self.same_heading(sentence[j], dense[i], sentence, toks, claim.text)
+                        if held is not None:
+                            chosen.append(held[0])
+                            sentence[held[0]] = held[1]
                         continue
                     tag, n = found
                     t = self._passage_holding(n)
