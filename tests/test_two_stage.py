@@ -273,3 +273,34 @@ def test_a_rerun_reads_the_index_snapshot_and_ranks_the_same(tmp_path):
     fourth, _ = run(sources[1:])
     assert not fourth.index_reused and len(list((tmp_path / "cache" / "index").glob("*.npz"))) == 2
     assert Retriever(None, first_stage=StaticEmbedder()).index_cache is None  # no store, no snapshot
+
+
+def test_a_clause_of_a_long_sentence_anchors_when_a_short_sentence_wins_bm25(tmp_path):
+    """BM25 favours short sentences, so the one best for a clause cut from a long sentence is
+    often another, shorter one that shares its words; the anchor reads the top few."""
+    from kb.evidence.retrieve import Retriever, tokenize
+    from kb.evidence.sources import load_sources
+    from kb.records import Claim
+
+    root = tmp_path / "sources"
+    root.mkdir()
+    pages = {
+        "fibroblasts.md": "Tumour-derived fibroblasts grow faster than normal fibroblasts in culture, and this was "
+        "associated with enhanced MMP-3 release and with a shorter doubling time in every line we tested.",
+        "assay.md": "MMP-3 release was enhanced.",
+        "other.md": "Normal fibroblasts were grown for ten days before the assay.",
+    }
+    for name, body in pages.items():
+        (root / name).write_text(f"---\ntitle: {name[:-3]}\nupdated: 2024-01-01\n---\n{body}\n", encoding="utf-8")
+    sources, errors = load_sources(root)
+    assert errors == []
+    minilm = Embedder(cache_dir=tmp_path / "cache")
+    retriever = Retriever(minilm, first_stage=StaticEmbedder())
+    retriever.index(sources)
+    text = "this was associated with enhanced MMP-3 release"
+    assert retriever._bm25_sent is not None
+    best = int(retriever._bm25_sent.scores([tokenize(text)])[0].argmax())
+    assert retriever.sentences[best].text == pages["assay.md"]  # the short sentence wins BM25
+    found = retriever.search([Claim(claim_id="c", doc_id="kb", version_id="kb", start=0, end=0, source_text=text, text=text)], k=3)["c"]
+    assert retriever.anchored_claims == 1 and minilm.texts_embedded == 0
+    assert any(e.source_id.startswith("fibroblasts") for e in found), [e.source_id for e in found]
