@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kb.evidence.embed import Embedder
-from kb.evidence.retrieve import Retriever, build_passages, tokenize, windows
+from kb.evidence.retrieve import Retriever, build_passages, windows
 from kb.evidence.sources import load_sources
 from kb.records import Claim
 
@@ -286,18 +286,33 @@ def test_a_rewritten_option_section_brings_the_newest_text_under_its_heading(opt
     r = option_pages
     text = "peerCertURI: Optional, Default=false"
     old = next(i for i, s in enumerate(r.sentences) if s.section[-1:] == ("peerCertURI",) and "Default=false" in s.text)
-    dense = np.zeros(len(r.passages))
-    found = r.same_heading(old, dense, {}, tokenize(text), text)
+    found = r.same_heading(old, {})
     assert found is not None
     passage, sentence = found
     assert (r.sentences[sentence].text, r.passages[passage].source_date) == ('Optional, Default=""', date(2024, 7, 15))
     # a passage the claim already holds is not offered twice
-    taken = {passage: sentence}
-    again = r.same_heading(old, dense, taken, tokenize(text), text)
+    again = r.same_heading(old, {passage: sentence})
     assert again is None or again[0] != passage
     # a sentence of the newest version is what the lookup finds, never what it starts from
-    newest = next(i for i, s in enumerate(r.sentences) if s.text == 'Optional, Default=""')
-    assert r.same_heading(newest, dense, {}, tokenize(text), text) is None
+    assert r.same_heading(sentence, {}) is None
     ev = r.search([claim("o", text)], k=2)["o"]
     newest = [(e.section, e.sentence) for e in ev if e.source_date == date(2024, 7, 15)]
     assert ("peerCertURI", 'Optional, Default=""') in [(s.rsplit(" > ", 1)[-1], t) for s, t in newest], newest
+
+
+def test_the_line_that_stands_in_for_a_rewritten_one_is_the_one_most_like_it(cache_dir):
+    # the demo's support policy rewrote all three response targets at once (no local edit): the
+    # old Severity 1 target is read beside the new Severity 1 target, not the Severity 2 one
+    from pathlib import Path
+
+    import kb
+
+    sources, errors = load_sources(Path(kb.__file__).parent / "demo" / "sources")
+    assert errors == []
+    r = Retriever(Embedder(cache_dir=cache_dir))
+    r.index([s for s in sources if s.source_id == "support-policy"])
+    old = next(i for i, s in enumerate(r.sentences) if s.text == "The first response target for Severity 1 issues is 1 hour.")
+    assert r.counterpart(old) is None
+    found = r.same_heading(old, {})
+    assert found is not None
+    assert r.sentences[found[1]].text == "The first response target for Severity 1 issues is 30 minutes."

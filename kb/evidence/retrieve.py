@@ -659,15 +659,16 @@ class Retriever:
             self._aligned[v] = self._align_versions(v, new)
         return self._aligned[v].get(sentence)
 
-    def same_heading(self, sentence: int, dense: np.ndarray, taken, claim_tokens: list[str], claim_text: str) -> tuple[int, int] | None:
+    def same_heading(self, sentence: int, taken) -> tuple[int, int] | None:
         """For a sentence of an older source version that has no counterpart in the newest
-        version (its section was rewritten, so the diff pairs nothing): a passage of the newest
-        version holding a sentence under the same heading path, best by ``dense`` among those
-        not in ``taken``, with its sentence under that heading best aligned with the claim; None
-        when the newest version has no such heading. A heading outlives a rewrite of its text
-        (an option's section, "#### `peerCertURI`", keeps its name while its default and its
-        wording change), so what the newest version says under it is what a verifier must read
-        beside the old."""
+        version (its section was rewritten, so the diff pairs nothing): the newest version's
+        sentence under the same heading path most like it, and the passage holding it (nearest
+        the middle, among those not in ``taken``); None when the newest version has no such
+        heading or every passage holding that sentence is taken. A heading outlives a rewrite
+        of its text (an option's section, "#### `peerCertURI`", keeps its name while its
+        default and its wording change), so what the newest version says under it is what a
+        verifier must read beside the old; of the lines there, the one most like the old line
+        is the one that can stand in its place."""
         section = self.sentences[sentence].section
         v = self._version_of_sentence(sentence)
         new = self._newest_version.get(self.passages[self._version_range[v][0]].source_id)
@@ -682,15 +683,18 @@ class Retriever:
         under = self._headings[new].get(section)
         if not under:
             return None
+        # most like the old line as every evidence sentence is chosen (term recall with numbers
+        # counting double: a subject's number says what a line is about, so "Severity 1 ... 1
+        # hour" goes with "Severity 1 ... 30 minutes", not the closer-spelled "Severity 2 ... 2 hours")
+        old_text = self.sentences[sentence].text
+        best = self._best_sentence_of(tokenize(old_text), old_text, under)
         a, b = self._version_range[new]
         starts, ends = self._p_sent[a:b, 0], self._p_sent[a:b, 1]
-        holding = np.flatnonzero((starts <= under[-1]) & (ends > under[0])) + a
-        free = [int(j) for j in holding if int(j) not in taken]
-        if not free:
+        holding = [int(j) + a for j in np.flatnonzero((starts <= best) & (best < ends)) if int(j) + a not in taken]
+        if not holding:
             return None
-        j = max(free, key=lambda j: float(dense[j]))
-        inside = [i for i in under if self._p_sent[j, 0] <= i < self._p_sent[j, 1]]
-        return j, self._best_sentence_of(claim_tokens, claim_text, inside)
+        j = min(holding, key=lambda j: abs((self._p_sent[j, 0] + self._p_sent[j, 1] - 1) / 2 - best))
+        return j, best
 
     def removed_in(self, sentence: int) -> str:
         """For a sentence of an older source version that the newest version has no counterpart
@@ -803,7 +807,7 @@ class Retriever:
                 for j in list(chosen):
                     found = self.counterpart(sentence[j])
                     if found is None:
-                        held = self.same_heading(sentence[j], dense[i], sentence, toks, claim.text)
+                        held = self.same_heading(sentence[j], sentence)
                         if held is not None:
                             chosen.append(held[0])
                             sentence[held[0]] = held[1]
