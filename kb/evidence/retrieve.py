@@ -159,7 +159,7 @@ def build_passages(source: SourceDoc, window: int = 3, stride: int = 2) -> list[
 ANCHOR_MIN_WORDS = 4
 # BM25 favours short sentences: the best one for a clause cut from a long sentence is often a
 # shorter one sharing its words, so the anchor reads the top few (bench speed's KB: 11,625
-# claims anchored on the best sentence alone, 11,675 on the top 5)
+# claims anchored on the best sentence alone, 11,668 on the top 5)
 ANCHOR_TOP = 5
 ANCHOR_PART = 95
 
@@ -294,7 +294,7 @@ class Retriever:
         self._version_sentences: list[tuple[int, int]] = []  # version -> sentence [start, end)
         self._newest_version: dict[str, int] = {}  # source -> its newest dated version
         self._aligned: dict[int, dict[int, tuple[str, int]]] = {}  # older version -> diff, lazily
-        self._headings: dict[int, dict[tuple[str, ...], list[int]]] = {}  # version -> section -> its passages, lazily
+        self._headings: dict[int, dict[tuple[str, ...], list[int]]] = {}  # version -> section -> its sentences, lazily
         self._sentence_starts = np.zeros(0, dtype=np.int64)
 
     # ------------------------------------------------------------ index
@@ -688,13 +688,8 @@ class Retriever:
         # hour" goes with "Severity 1 ... 30 minutes", not the closer-spelled "Severity 2 ... 2 hours")
         old_text = self.sentences[sentence].text
         best = self._best_sentence_of(tokenize(old_text), old_text, under)
-        a, b = self._version_range[new]
-        starts, ends = self._p_sent[a:b, 0], self._p_sent[a:b, 1]
-        holding = [int(j) + a for j in np.flatnonzero((starts <= best) & (best < ends)) if int(j) + a not in taken]
-        if not holding:
-            return None
-        j = min(holding, key=lambda j: abs((self._p_sent[j, 0] + self._p_sent[j, 1] - 1) / 2 - best))
-        return j, best
+        j = self._passage_holding(best, taken)
+        return None if j is None else (j, best)
 
     def removed_in(self, sentence: int) -> str:
         """For a sentence of an older source version that the newest version has no counterpart
@@ -750,10 +745,7 @@ class Retriever:
             newer sentence of the same words, under the same heading; or, for a sentence
             that occurs once in each version, wherever it is. A line that repeats under many
             headings ("Optional, Default=false") says nothing of where its fact went: taken
-            from another heading, it paired an option's old default with another option's. The
-            same holds where the diff itself lines such a line up with one under another
-            heading (sections reordered); a line that stands once keeps the diff's pairing,
-            whatever its heading is now called."""
+            from another heading, it paired an option's old default with another option's."""
             found = where_now.get(old_keys[i], [])
             section = self.sentences[oa + i].section
             same = [j for j in found if self.sentences[j].section == section]
@@ -766,10 +758,12 @@ class Retriever:
         out: dict[int, tuple[str, int]] = {}
         for tag, i1, i2, j1, j2 in SequenceMatcher(None, old_keys, new_keys, autojunk=False).get_opcodes():
             for i in range(i1, i2):
-                if tag == "equal" and (
-                    repeats_old[old_keys[i]] == 1 or self.sentences[na + j1 + i - i1].section == self.sentences[oa + i].section
-                ):
-                    out[oa + i] = ("equal", na + j1 + i - i1)
+                kept = na + j1 + i - i1 if tag == "equal" else -1
+                # Such a repeated line the diff itself lines up with one under another heading
+                # (sections reordered) is no more kept; a line that stands once keeps the diff's
+                # pairing, whatever its heading is now called.
+                if kept >= 0 and (repeats_old[old_keys[i]] == 1 or self.sentences[kept].section == self.sentences[oa + i].section):
+                    out[oa + i] = ("equal", kept)
                 elif (moved := moved_to(i)) is not None:
                     out[oa + i] = ("equal", moved)
                 elif tag == "replace" and i2 - i1 <= LOCAL_EDIT[0] and j2 - j1 <= LOCAL_EDIT[1]:
@@ -777,13 +771,15 @@ class Retriever:
                     out[oa + i] = ("replaced", na + j)
         return out
 
-    def _passage_holding(self, sentence: int) -> int:
-        """The passage of the sentence's version in which it sits nearest the middle."""
+    def _passage_holding(self, sentence: int, taken=()) -> int | None:
+        """The passage of the sentence's version in which it sits nearest the middle, of those
+        not in ``taken``; None when every passage holding it is taken."""
         a, b = self._version_range[self._version_of_sentence(sentence)]
         starts, ends = self._p_sent[a:b, 0], self._p_sent[a:b, 1]
         inside = np.nonzero((starts <= sentence) & (sentence < ends))[0]
         off_centre = np.abs((starts[inside] + ends[inside] - 1) / 2 - sentence)
-        return int(a + inside[int(np.argmin(off_centre))])
+        free = [int(a + j) for j in inside[np.argsort(off_centre, kind="stable")] if int(a + j) not in taken]
+        return free[0] if free else None
 
     # ------------------------------------------------------------ search
 
@@ -814,6 +810,7 @@ class Retriever:
                         continue
                     tag, n = found
                     t = self._passage_holding(n)
+                    assert t is not None  # nothing is excluded: every sentence sits in a passage
                     if t in sentence and (tag == "equal" or t in counterpart_of):
                         continue
                     if t not in sentence:
