@@ -3,6 +3,7 @@ MiniLM-only path, the setting that chooses the path, and the evidence cache key.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
@@ -207,34 +208,43 @@ def test_a_claim_that_repeats_a_source_sentence_needs_no_minilm_pass(tmp_path):
     assert retriever.anchored_claims == 1 and minilm.texts_embedded > 0 and retriever.dense_scored > 0
     assert any(e.source_id == "backup-config" for e in found)
 
-    # A clause the splitter cut from a source sentence anchors too; three words are too few.
+    # A clause the splitter cut from a source sentence anchors too.
     clause = claim("clause", "An unacknowledged page escalates to the secondary on-call engineer")
     found = retriever.search([clause], k=5)["clause"]
     assert retriever.anchored_claims == 2
     assert found[0].sentence.startswith("An unacknowledged page escalates"), [e.sentence for e in found]
-    retriever.search([claim("short", "Engineers are scheduled")], k=5)
-    assert retriever.anchored_claims == 2
+    # Under four words the close match is not enough: the fragment must stand word for word in
+    # the best sentence, and one word never anchors.
+    for reworded in ("Engineers get scheduled", "Engineers are schedule", "Handover"):
+        retriever.search([claim("short", reworded)], k=5)
+        assert retriever.anchored_claims == 2, reworded
+    found = retriever.search([claim("short", "Engineers are scheduled")], k=5)["short"]
+    assert retriever.anchored_claims == 3 and "Engineers are scheduled for" in found[0].sentence, [e.sentence for e in found]
     # A KB heading that copies a source's title anchors to that source.
     found = retriever.search([claim("title", "On-call and incident handbook")], k=5)["title"]
-    assert retriever.anchored_claims == 3 and found[0].source_id == "incident-handbook"
+    assert retriever.anchored_claims == 4 and found[0].source_id == "incident-handbook"
     # The clause test reads the KB's own words too: the splitter gave this clause a subject
     # that the source words differently, so the claim's text alone does not anchor it.
     text = "If nobody answers, the alert escalates to the secondary on-call engineer after 15 minutes."
     retriever.search([Claim(claim_id="said", doc_id="kb", version_id="kb", start=0, end=0, source_text=text, text=text)], k=5)
-    assert retriever.anchored_claims == 3
+    assert retriever.anchored_claims == 4
     cut = Claim(claim_id="cut", doc_id="kb", version_id="kb", start=0, end=0, text=text,
                 source_text="escalates to the secondary on-call engineer after 15 minutes")  # fmt: skip
     found = retriever.search([cut], k=5)["cut"]
-    assert retriever.anchored_claims == 4 and "escalates to the secondary" in found[0].sentence, [e.sentence for e in found]
-    few = Claim(claim_id="few", doc_id="kb", version_id="kb", start=0, end=0, text=text, source_text="after 15 minutes")
+    assert retriever.anchored_claims == 5 and "escalates to the secondary" in found[0].sentence, [e.sentence for e in found]
+    # A short KB text anchors only word for word, as a short claim does.
+    few = Claim(claim_id="few", doc_id="kb", version_id="kb", start=0, end=0, text=text, source_text="after 15 minute")
     retriever.search([few], k=5)
-    assert retriever.anchored_claims == 4
+    assert retriever.anchored_claims == 5
+    few = dataclasses.replace(few, source_text="after 15 minutes")
+    found = retriever.search([few], k=5)["few"]
+    assert retriever.anchored_claims == 6 and "escalates to the secondary" in found[0].sentence, [e.sentence for e in found]
     # A claim that holds a source sentence and says more (a list's lead-in and its item) is not
     # anchored: the source states only the part.
     retriever.search(
         [claim("more", "The primary on-call engineer must acknowledge a page within 10 minutes and keep the runbook current.")], k=5
     )
-    assert retriever.anchored_claims == 4
+    assert retriever.anchored_claims == 6
 
     off = Retriever(Embedder(cache_dir=tmp_path / "cache-2"), first_stage=StaticEmbedder(), anchor=None)
     off.index(sources)
@@ -275,11 +285,23 @@ def test_a_rerun_reads_the_index_snapshot_and_ranks_the_same(tmp_path):
     assert Retriever(None, first_stage=StaticEmbedder()).index_cache is None  # no store, no snapshot
 
 
+def two_stage_over(root: Path, cache: Path):
+    """A two-stage retriever indexed over the source pages in ``root``, and its MiniLM."""
+    from kb.evidence.retrieve import Retriever
+    from kb.evidence.sources import load_sources
+
+    sources, errors = load_sources(root)
+    assert errors == []
+    minilm = Embedder(cache_dir=cache)
+    retriever = Retriever(minilm, first_stage=StaticEmbedder())
+    retriever.index(sources)
+    return retriever, minilm
+
+
 def test_a_clause_of_a_long_sentence_anchors_when_a_short_sentence_wins_bm25(tmp_path):
     """BM25 favours short sentences, so the one best for a clause cut from a long sentence is
     often another, shorter one that shares its words; the anchor reads the top few."""
-    from kb.evidence.retrieve import Retriever, tokenize
-    from kb.evidence.sources import load_sources
+    from kb.evidence.retrieve import tokenize
     from kb.records import Claim
 
     root = tmp_path / "sources"
@@ -292,11 +314,7 @@ def test_a_clause_of_a_long_sentence_anchors_when_a_short_sentence_wins_bm25(tmp
     }
     for name, body in pages.items():
         (root / name).write_text(f"---\ntitle: {name[:-3]}\nupdated: 2024-01-01\n---\n{body}\n", encoding="utf-8")
-    sources, errors = load_sources(root)
-    assert errors == []
-    minilm = Embedder(cache_dir=tmp_path / "cache")
-    retriever = Retriever(minilm, first_stage=StaticEmbedder())
-    retriever.index(sources)
+    retriever, minilm = two_stage_over(root, tmp_path / "cache")
     text = "this was associated with enhanced MMP-3 release"
     assert retriever._bm25_sent is not None
     best = int(retriever._bm25_sent.scores([tokenize(text)])[0].argmax())
@@ -304,3 +322,34 @@ def test_a_clause_of_a_long_sentence_anchors_when_a_short_sentence_wins_bm25(tmp
     found = retriever.search([Claim(claim_id="c", doc_id="kb", version_id="kb", start=0, end=0, source_text=text, text=text)], k=3)["c"]
     assert retriever.anchored_claims == 1 and minilm.texts_embedded == 0
     assert any(e.source_id.startswith("fibroblasts") for e in found), [e.source_id for e in found]
+
+
+def test_a_short_fragment_anchors_only_where_no_other_heading_repeats_it(tmp_path):
+    """A KB fragment too short for the clause test anchors when the best sentence holds it word
+    for word; a line a reference page repeats under several options ("Optional, Default=false")
+    says nothing of which option the KB copied, so that claim goes through the MiniLM."""
+    from kb.records import Claim
+
+    body = "".join(
+        f"#### `{name}`\n\n_Optional, Default=false_\n\n`{name}` {what}.\n\n"
+        for name, what in (
+            ("insecure", "turns off certificate checks"),
+            ("disableHTTP2", "disables HTTP/2 for servers"),
+            ("sticky", "pins a client"),
+        )
+    )
+    root = tmp_path / "sources"
+    root.mkdir()
+    for name, day in (("old.md", "2021-08-17"), ("new.md", "2024-07-15")):
+        (root / name).write_text(f"---\nid: services\ntitle: Services\nupdated: {day}\n---\n{body}", encoding="utf-8")
+    retriever, minilm = two_stage_over(root, tmp_path / "cache")
+
+    def cut(cid: str, text: str, span: str) -> Claim:
+        return Claim(claim_id=cid, doc_id="kb", version_id="kb", start=0, end=0, text=text, source_text=span)
+
+    # the same line in both versions of one option's section: one place it was copied from
+    found = retriever.search([cut("unique", "disableHTTP2: disables HTTP/2", "disables HTTP/2")], k=3)["unique"]
+    assert retriever.anchored_claims == 1 and minilm.texts_embedded == 0
+    assert "disables HTTP/2" in found[0].sentence, [e.sentence for e in found]
+    retriever.search([cut("repeated", "disableHTTP2: Optional, Default=false", "Optional, Default=false")], k=3)
+    assert retriever.anchored_claims == 1 and minilm.texts_embedded > 0

@@ -162,6 +162,11 @@ ANCHOR_MIN_WORDS = 4
 # claims anchored on the best sentence alone, 11,668 on the top 5)
 ANCHOR_TOP = 5
 ANCHOR_PART = 95
+# A fragment too short for the clause test (a list item "stem cell exhaustion") still anchors
+# when its words stand, whole and in order, in the best BM25 sentence and in no other of the top
+# ANCHOR_TOP outside that sentence's source and heading, and it has at least this many words
+# (one word is found verbatim in too many sentences to say where it was copied from).
+ANCHOR_VERBATIM_WORDS = 2
 
 # In the two-stage dense ranking, passages the MiniLM did not score keep their static cosine
 # minus this, so they rank below every scored one and the cosine can still be recovered.
@@ -496,12 +501,18 @@ class Retriever:
         return out
 
     def _anchored(self, queries: list[str], sent_raw: np.ndarray, bm25: np.ndarray, spans: list[str] | None = None) -> np.ndarray:
-        """Claims that (nearly) repeat a source sentence, a part of one or a source's title: one
-        of the ``ANCHOR_TOP`` best sentences by BM25 has a rapidfuzz ``ratio`` of at least ``anchor`` to the claim, or
-        holds a claim of ``ANCHOR_MIN_WORDS`` words or more (a clause the splitter cut from it)
-        with a ``partial_ratio`` of at least ``ANCHOR_PART``; or the title of the best passage by
-        BM25 passes the same test (a KB heading copied from its source); all after lower-casing
-        and dropping punctuation. The clause test also takes the KB text the claim was cut from
+        """Claims that (nearly) repeat a source sentence, a part of one or a source's title,
+        all tested after lower-casing and dropping punctuation:
+
+        - one of the ``ANCHOR_TOP`` best sentences by BM25 has a rapidfuzz ``ratio`` of at least
+          ``anchor`` to the claim, or holds a claim of ``ANCHOR_MIN_WORDS`` words or more (a
+          clause the splitter cut from it) with a ``partial_ratio`` of at least ``ANCHOR_PART``;
+        - the claim, however short, stands word for word in the best sentence and in no other of
+          the top sentences under another source or heading (``ANCHOR_VERBATIM_WORDS``);
+        - the title of the best passage by BM25 passes the first test (a KB heading copied from
+          its source).
+
+        The clause and word-for-word tests also take the KB text the claim was cut from
         (``spans``): the splitter gives a clause its sentence's subject ("X is conserved in
         vertebrates" from "Given that X is part of a family and is conserved in vertebrates"),
         and the words the KB copied are the clause's. For such a claim the first stage has
@@ -525,6 +536,21 @@ class Retriever:
         def repeats(claim: str, text: str) -> bool:
             return fuzz.ratio(claim, text) >= floor or clause_of(claim, text)
 
+        def verbatim_in(words: str, text: str) -> bool:
+            # whole words: "is 30" is in "timeout is 30 s", not in "timeout is 300 s"
+            split = words.split()
+            return len(split) >= ANCHOR_VERBATIM_WORDS and f" {' '.join(split)} " in f" {' '.join(text.split())} "
+
+        def copied_from_best(fragment: str, ranked) -> bool:
+            # The best sentence holds the fragment, and no sentence elsewhere among the top does:
+            # a reference page repeats "Optional, Default=false" under a dozen options, and which
+            # of them the KB copied is what the MiniLM, reading each passage's heading, decides.
+            held = [i for i in ranked if i >= 0 and verbatim_in(fragment, default_process(self.sentences[int(i)].text))]
+            if not held or held[0] != ranked[0]:
+                return False
+            home = self._sentence_home(int(held[0]))
+            return all(self._sentence_home(int(i)) == home for i in held[1:])
+
         for n, q in enumerate(queries):
             claim = default_process(q)
             title = default_process(self.passages[int(best_passage[n])].title) if has_passage[n] else ""
@@ -542,6 +568,13 @@ class Retriever:
                 # to them (a list's lead-in before its item) ranks by its whole text, and the item's
                 # sentence, found by the item's words alone, is not what that ranking puts first.
                 if rank == 0 and spans is not None and spans[n] != q and clause_of(default_process(spans[n]), sentence):
+                    out[n] = True
+                    break
+                # A fragment too short for the clause test: the sentence it was copied from is
+                # what the first stage put first when it alone holds the fragment word for word.
+                if rank == 0 and (
+                    copied_from_best(claim, top[n]) or (spans is not None and copied_from_best(default_process(spans[n]), top[n]))
+                ):
                     out[n] = True
                     break
         return out
@@ -716,6 +749,11 @@ class Retriever:
             if any(fuzz.ratio(key, _sentence_key(self.sentences[i].text)) >= REMOVED_BELOW for i in range(na, nb)):
                 return ""  # reworded in place or elsewhere on the page: a revision, not a removal
         return p.source_rev or (p.source_date.isoformat() if p.source_date else "")
+
+    def _sentence_home(self, sentence: int) -> tuple[str, tuple[str, ...]]:
+        """The source and heading path a sentence stands under (the same in every version)."""
+        v = self._version_of_sentence(sentence)
+        return self.passages[self._version_range[v][0]].source_id, self.sentences[sentence].section
 
     def _version_of_sentence(self, sentence: int) -> int:
         return int(np.searchsorted(self._sentence_starts, sentence, side="right") - 1)
