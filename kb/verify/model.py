@@ -135,7 +135,7 @@ class ModelJudge:
         self,
         path: str | None = None,
         max_length: int = 128,
-        batch_size: int = 64,
+        batch_size: int = 32,  # VerifierSettings.batch_size says why
         weights_dir: str | Path | None = None,
         precision: str = "auto",
     ):
