@@ -541,15 +541,15 @@ class Retriever:
             split = words.split()
             return len(split) >= ANCHOR_VERBATIM_WORDS and f" {' '.join(split)} " in f" {' '.join(text.split())} "
 
-        def copied_from_best(fragment: str, ranked) -> bool:
+        def copied_from_best(fragment: str, ranked: list[int], texts: list[str]) -> bool:
             # The best sentence holds the fragment, and no sentence elsewhere among the top does:
             # a reference page repeats "Optional, Default=false" under a dozen options, and which
             # of them the KB copied is what the MiniLM, reading each passage's heading, decides.
-            held = [i for i in ranked if i >= 0 and verbatim_in(fragment, default_process(self.sentences[int(i)].text))]
+            held = [i for i, text in zip(ranked, texts) if verbatim_in(fragment, text)]
             if not held or held[0] != ranked[0]:
                 return False
-            home = self._sentence_home(int(held[0]))
-            return all(self._sentence_home(int(i)) == home for i in held[1:])
+            home = self._sentence_home(held[0])
+            return all(self._sentence_home(i) == home for i in held[1:])
 
         for n, q in enumerate(queries):
             claim = default_process(q)
@@ -557,26 +557,22 @@ class Retriever:
             if title and repeats(claim, title):
                 out[n] = True
                 continue
-            for rank, i in enumerate(top[n]):
-                if i < 0:
-                    break
-                sentence = default_process(self.sentences[int(i)].text)
-                if repeats(claim, sentence):
-                    out[n] = True
-                    break
+            ranked = [int(i) for i in top[n] if i >= 0]  # -1 only pads the end of a row
+            texts = [default_process(self.sentences[i].text) for i in ranked]
+            if not ranked:
+                continue
+            span = default_process(spans[n]) if spans is not None and spans[n] != q else None
+            out[n] = (
+                any(repeats(claim, text) for text in texts)
                 # The KB's own words anchor only to the claim's best sentence: a claim that adds
                 # to them (a list's lead-in before its item) ranks by its whole text, and the item's
                 # sentence, found by the item's words alone, is not what that ranking puts first.
-                if rank == 0 and spans is not None and spans[n] != q and clause_of(default_process(spans[n]), sentence):
-                    out[n] = True
-                    break
+                or (span is not None and clause_of(span, texts[0]))
                 # A fragment too short for the clause test: the sentence it was copied from is
                 # what the first stage put first when it alone holds the fragment word for word.
-                if rank == 0 and (
-                    copied_from_best(claim, top[n]) or (spans is not None and copied_from_best(default_process(spans[n]), top[n]))
-                ):
-                    out[n] = True
-                    break
+                or copied_from_best(claim, ranked, texts)
+                or (span is not None and copied_from_best(span, ranked, texts))
+            )
         return out
 
     def _rrf(self, rankings) -> np.ndarray:
