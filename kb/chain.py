@@ -35,7 +35,15 @@ from kb.escalate.lessons import load_lessons
 from kb.escalate.route import EscalationResult, escalate
 from kb.evidence.embed import Embedder, first_stage_for, first_stage_id
 from kb.evidence.git_source import ingest_git
-from kb.evidence.receipts import canonical_digest, sign_batch
+from kb.evidence.receipts import (
+    EVIDENCE_CACHE_FORMAT,
+    EvidenceRows,
+    canonical_line,
+    decode_evidence,
+    digest_of_lines,
+    encode_evidence,
+    sign_batch,
+)
 from kb.evidence.retrieve import Retriever
 from kb.evidence.sources import load_sources
 from kb.ingest.git import changed_documents
@@ -123,7 +131,8 @@ class Caches:
 
     @classmethod
     def at(cls, folder: Path | None, read: bool = True) -> Caches:
-        return cls(ResultCache(folder, "claims"), ResultCache(folder, "evidence"), ResultCache(folder, "verdicts"), read)
+        evidence = ResultCache(folder, "evidence", codec=(encode_evidence, decode_evidence))
+        return cls(ResultCache(folder, "claims"), evidence, ResultCache(folder, "verdicts"), read)
 
     def lookup(self, cache: ResultCache, keys: list[str], compute, batch_size: int, found: dict | None = None) -> tuple[list, set[int]]:
         """Cached values for keys; the rest computed in batches, each stored as soon as it is done
@@ -363,7 +372,7 @@ def retrieve_stage(
     retriever = None
 
     identity = retrieval_identity(settings)
-    keys = [key_of("evidence", c.claim_id, c.text, k, corpus, retriever_version(), *identity) for c in wanted]
+    keys = [key_of("evidence", c.claim_id, c.text, k, corpus, retriever_version(), EVIDENCE_CACHE_FORMAT, *identity) for c in wanted]
     found = caches.evidence.get_many(keys) if caches.read else {}
     todo = sum(1 for key in keys if key not in found)
 
@@ -375,7 +384,7 @@ def retrieve_stage(
                 retriever = make_retriever(sources, settings, cache_dir)
             batch = [wanted[i] for i in indexes]
             result = retriever.search(batch, k=k, on_batch=bar.update)
-            return [result.get(c.claim_id, []) for c in batch]
+            return [EvidenceRows.of(result.get(c.claim_id, [])) for c in batch]
 
         results, computed = caches.lookup(caches.evidence, keys, compute, batch_size=2000, found=found)
     if retriever is not None and retriever.first_stage is not None:
@@ -388,11 +397,21 @@ def retrieve_stage(
 
 def sign_evidence(run_id: str, evidence: dict[str, list[Evidence]], key_dir: Path) -> tuple[dict[str, list[Evidence]], dict]:
     """Sign the retrieval batch and stamp each evidence row with the receipt id."""
-    rows = [e for claim_id in sorted(evidence) for e in evidence[claim_id]]
+    lines = []
+    for claim_id in sorted(evidence):
+        items = evidence[claim_id]
+        lines.extend(items.lines if isinstance(items, EvidenceRows) else [canonical_line(e) for e in items])
+    lines.sort()
     inputs = json.dumps(sorted(evidence)).encode()
-    receipt = sign_batch(run_id, "retriever", inputs=inputs, outputs=None, key_dir=key_dir, outputs_hash=canonical_digest(rows))
+    receipt = sign_batch(run_id, "retriever", inputs=inputs, outputs=None, key_dir=key_dir, outputs_hash=digest_of_lines(lines))
     receipt_id = receipt["receipt_id"]
-    stamped = {claim_id: [replaced(e, receipt_id=receipt_id) for e in items] for claim_id, items in evidence.items()}
+    stamped = {}
+    for claim_id, items in evidence.items():
+        if isinstance(items, EvidenceRows):
+            items.stamp(receipt_id)
+            stamped[claim_id] = items
+        else:
+            stamped[claim_id] = [replaced(e, receipt_id=receipt_id) for e in items]
     return stamped, receipt
 
 
@@ -786,9 +805,8 @@ def stage_tables(store: Store, run_id: str, result: AuditResult, part: str = "pa
 
     Nothing is visible until `Store.commit_run`.
     """
-    evidence_rows = (  # a generator: the store converts and writes it in row groups
-        {**e.__dict__, "evidence_id": e.evidence_id} for claim_id in sorted(result.evidence) for e in result.evidence[claim_id]
-    )
+    # a generator: the store converts and writes it in row groups
+    evidence_rows = (e for claim_id in sorted(result.evidence) for e in result.evidence[claim_id])
     tables = {
         "documents": document_rows(result),
         "ingest_errors": result.errors,

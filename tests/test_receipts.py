@@ -91,3 +91,51 @@ def test_streamed_digest_signs_the_same_bytes(tmp_path):
     row = sign_batch("run-1", "retriever", b"ids", None, tmp_path, outputs_hash=canonical_digest(rows))
     assert verify_receipt(row, b"ids", data, tmp_path)
     assert not verify_receipt(row, b"ids", canonical_rows(rows[:-1]), tmp_path)
+
+
+def test_cached_evidence_reads_back_as_the_rows_and_lines_it_was_stored_from():
+    """The retrieval cache keeps each row as its canonical line; what it reads back must be the
+    same rows, and encode to the same lines, or a rerun's receipt would not verify later."""
+    import math
+    import pickle
+
+    from kb.evidence.receipts import EvidenceRows, canonical_line, decode_evidence, encode_evidence
+
+    tricky = [0.1 + 0.2, 1e-300, 5e-324, 2 / 3, 0.6666666865348816, -0.0, 1e16, 123456789.123456789]
+    rows = [replace(_evidence(r, score), score_dense=tricky[-r]) for r, score in enumerate(tricky, start=1)]
+    rows.append(
+        replace(
+            _evidence(9, 0.5),
+            source_date=None,
+            passage='ünïcode ✓ "quoted"\nsecond line\u2028after a line separator\ttab',
+            source_rev="3f2a9c1",
+            source_kind="changelog",
+            counterpart_of="p0",
+            section="Install > Linux",
+            removed_in="v2.0",
+        )
+    )
+    stored = encode_evidence(EvidenceRows.of(rows))
+    back = decode_evidence(stored)
+    assert back == rows and [type(r) for r in back] == [Evidence] * len(rows)
+    assert back.lines == [canonical_line(r) for r in back] == [canonical_line(r) for r in rows]
+    assert encode_evidence(rows) == stored  # a plain list encodes the same as the rows with their lines
+    assert pickle.loads(pickle.dumps(back)).lines == back.lines  # Prefect and Dask pass results by pickle
+
+    with_nan = decode_evidence(encode_evidence([replace(rows[0], score_dense=math.nan)]))
+    assert math.isnan(with_nan[0].score_dense) and canonical_line(with_nan[0]) == with_nan.lines[0]
+    empty = decode_evidence(encode_evidence([]))
+    assert empty == [] and empty.lines == []
+
+
+def test_signing_stamps_cached_rows_and_hashes_the_lines_they_were_read_with(tmp_path):
+    from kb.chain import sign_evidence
+    from kb.evidence.receipts import canonical_digest, decode_evidence, encode_evidence
+
+    fresh = [replace(_evidence(1, 0.4), claim_id="c2")]
+    cached = decode_evidence(encode_evidence([_evidence(1, 0.5), _evidence(2, 0.25)]))
+    stamped, receipt = sign_evidence("run-1", {"c1": cached, "c2": fresh}, tmp_path)
+    rows = stamped["c1"] + stamped["c2"]
+    assert {r.receipt_id for r in rows} == {receipt["receipt_id"]} and fresh[0].receipt_id == ""  # a plain list is copied
+    assert receipt["output_hash"] == canonical_digest(rows) == canonical_digest([_evidence(1, 0.5), _evidence(2, 0.25), *fresh])
+    assert verify_receipt(receipt, b'["c1", "c2"]', canonical_rows(rows), tmp_path)

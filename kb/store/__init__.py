@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from kb.errors import ConfigError, StoreDamaged, StoreLocked
 from kb.errors import StoreError as StoreError  # re-exported: `from kb.store import StoreError` predates kb.errors
 from kb.log import logger
-from kb.records import as_row, content_hash, is_record
+from kb.records import as_row, content_hash, field_names, is_record
 from kb.store.schema import APPEND_ONLY, RUN_TABLES, SCHEMAS
 from kb.store.views import view_sql
 
@@ -67,20 +67,32 @@ def rows_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
 def to_arrow(table: str, rows: Iterable) -> pa.Table:
     """Records (dataclasses or dicts) to an Arrow table with the table's schema.
 
-    Keys that the schema does not have are dropped; missing ones become null.
-    """
+    Keys that the schema does not have are dropped; missing ones become null. A column that a
+    record type has as a property (``Evidence.evidence_id``) is read from it."""
     schema = SCHEMAS[table]
-    dicts = [as_row(r) if is_record(r) else dict(cast(Mapping[str, Any], r)) for r in rows]
-    columns = {}
-    for name in schema.names:
-        values = []
-        for d in dicts:
-            v = d.get(name)
-            if isinstance(v, tuple):
-                v = list(v)
-            values.append(v)
-        columns[name] = pa.array(values, type=schema.field(name).type)
+    column = _column_reader(rows if isinstance(rows, list) else list(rows))
+    columns = {name: pa.array(column(name), type=schema.field(name).type) for name in schema.names}
     return pa.Table.from_pydict(columns, schema=schema)
+
+
+def _column_reader(rows: list):
+    """``name -> that column's values``. Rows of one record type are read from their instance
+    dicts, with no per-row dict built (a run stages tens of thousands of evidence rows)."""
+    first = type(rows[0]) if rows else None
+    if first is not None and is_record(rows[0]) and all(type(r) is first for r in rows):
+        fields = set(field_names(rows[0]))
+        instance_dicts = [r.__dict__ for r in rows]
+
+        def column(name: str) -> list:
+            if name in fields:
+                return [d[name] for d in instance_dicts]
+            if isinstance(getattr(first, name, None), property):
+                return [getattr(r, name) for r in rows]
+            return [None] * len(rows)
+
+        return column
+    dicts = [as_row(r) if is_record(r) else cast(Mapping[str, Any], r) for r in rows]
+    return lambda name: [d.get(name) for d in dicts]
 
 
 class Store:

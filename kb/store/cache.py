@@ -108,8 +108,11 @@ class ResultCache:
     of a Dask run): every write is a new uniquely named file, and merging deletes only the shards
     this instance read or wrote, so it never drops what another process wrote meanwhile."""
 
-    def __init__(self, folder: Path | None, namespace: str):
+    def __init__(self, folder: Path | None, namespace: str, codec: tuple[Callable[[Any], str], Callable[[str], Any]] | None = None):
+        """``codec``: (encode, decode) of this stage's values, for a stage whose values have a
+        cheaper text form than the generic record JSON; default ``dumps``/``loads``."""
         self.folder = Path(folder) / namespace if folder is not None else None
+        self._encode, self._decode = codec or (dumps, loads)
         self._data: dict[str, str] | None = None
         self._mine: set[str] = set()  # shard file names whose entries are all in self._data
 
@@ -132,12 +135,13 @@ class ResultCache:
 
     def get_many(self, keys: list[str]) -> dict[str, Any]:
         data = self._load()
-        return {k: loads(data[k]) for k in keys if k in data}
+        decode = self._decode
+        return {k: decode(data[k]) for k in keys if k in data}
 
     def put_many(self, items: dict[str, Any]) -> None:
         if not items:
             return
-        encoded = {k: dumps(v) for k, v in items.items()}
+        encoded = {k: self._encode(v) for k, v in items.items()}
         self._load().update(encoded)
         if self.folder is None:
             return

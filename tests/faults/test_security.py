@@ -59,6 +59,30 @@ def test_sql_injection_through_cli_filters(hostile_run, capsys, record):
     )
 
 
+def test_a_rerun_signs_the_evidence_it_read_from_the_cache(base_store, tmp_path):
+    """A rerun signs the evidence the retrieval cache kept (its canonical lines): the rows it
+    stores must verify against that receipt, and be the first run's rows under a new receipt."""
+    from faults.conftest import settings_for
+    from flows.audit import audit
+
+    docs, base, first = base_store
+    out = copy_store(base, tmp_path / "out")
+    second = audit(settings_for(docs, out))
+    store = Store(out)
+    assert 0 < second["reused"] == second["checkworthy"], second
+    assert verify_stored_evidence(store, second["run_id"]) == []
+
+    def rows(run_id: str) -> list[dict]:
+        table = pq.read_table(out / "evidence" / f"run_id={run_id}" / "part-0.parquet").drop_columns(["receipt_id"])
+        return sorted(table.to_pylist(), key=lambda r: (r["claim_id"], r["rank"]))
+
+    assert rows(second["run_id"]) == rows(first["run_id"])
+    receipt_ids = query(out, "SELECT DISTINCT receipt_id FROM evidence WHERE run_id = ?", [second["run_id"]])
+    assert len(receipt_ids) == 1 and receipt_ids != query(
+        out, "SELECT DISTINCT receipt_id FROM evidence WHERE run_id = ?", [first["run_id"]]
+    )
+
+
 def test_evidence_altered_after_the_run_is_flagged(base_store, tmp_path, record):
     _, base, first = base_store
     out = copy_store(base, tmp_path / "out")
