@@ -111,3 +111,35 @@ def test_large_tables_are_written_in_row_groups(tmp_path: Path, monkeypatch):
     assert pq.read_table(staged / "verdicts" / "part-0.parquet").num_rows == 0
     store.commit_run(run_id, _runs_row())
     assert store.query("SELECT count(*) AS n FROM claims").n[0] == 10
+
+
+def test_a_commit_remakes_the_views_only_when_they_would_differ(tmp_path: Path, monkeypatch):
+    """The views read their files by glob, so a run written under the same schemas is in them at
+    once; remaking them reads every file's schema (more with every run kept). Anything else that
+    made them, or another set of schemas, makes the next commit remake them."""
+    import kb.store as store_module
+
+    store = Store(tmp_path / "out")
+    made: list[bool] = []
+    make = Store._make_views
+    monkeypatch.setattr(
+        Store, "_make_views", lambda self, statements, mark=None: (made.append(mark is not None), make(self, statements, mark))
+    )
+    _write_run(store, ["supported", "stale"])
+    assert made == [True]
+    second = _write_run(store, ["supported", "contradicted"])
+    assert made == [True]  # not remade, and the second run is in every view
+    assert store.query("SELECT count(*) AS n FROM runs").n[0] == 2
+    assert store.query("SELECT run_id FROM latest_verdicts WHERE claim_id = 'c1'").run_id[0] == second
+    assert store.query("SELECT label FROM latest_verdicts WHERE claim_id = 'c1'").label[0] == "contradicted"
+
+    store.refresh_views()  # e.g. after a review decision: unmarked
+    _write_run(store, ["supported"])
+    assert made == [True, False, True]
+    _write_run(store, ["stale"])
+    assert made == [True, False, True]
+
+    monkeypatch.setattr(store_module, "_schemas_fingerprint", lambda: "a kbaudit whose tables have another column")
+    _write_run(store, ["stale"])
+    assert made == [True, False, True, True]
+    assert store.query("SELECT count(*) AS n FROM runs").n[0] == 5

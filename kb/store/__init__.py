@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import functools
 import json
 import os
 import secrets
@@ -93,6 +94,11 @@ def _column_reader(rows: list):
         return column
     dicts = [as_row(r) if is_record(r) else cast(Mapping[str, Any], r) for r in rows]
     return lambda name: [d.get(name) for d in dicts]
+
+
+@functools.cache
+def _schemas_fingerprint() -> str:
+    return content_hash("\n".join(f"{name}: {schema.to_string()}" for name, schema in sorted(SCHEMAS.items())))
 
 
 class Store:
@@ -250,7 +256,7 @@ class Store:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staged / table, target)
         shutil.rmtree(staged, ignore_errors=True)
-        self.refresh_views()
+        self._refresh_after_commit()
 
     # ---- reading -------------------------------------------------------------------
     def run_ids(self) -> list[str]:
@@ -303,16 +309,50 @@ class Store:
 
     def refresh_views(self) -> None:
         """(Re)create the DuckDB views; paths are absolute so the file works from any folder."""
-        if self.run_ids():
-            self._schema_files()
-        statements = view_sql(self._glob, self._runs_have_scope()) if self.run_ids() else []
+        self._make_views(self._view_statements())
+
+    def _view_statements(self) -> list[str]:
+        if not self.run_ids():
+            return []
+        self._schema_files()
+        return view_sql(self._glob, self._runs_have_scope())
+
+    def _make_views(self, statements: list[str], mark: str | None = None) -> None:
+        """Run the view statements. ``mark``, set on the ``runs`` view once all are made, says
+        which statements and table schemas made them (``_refresh_after_commit``)."""
         con = duckdb.connect(str(self.root / DB_FILE))
         try:
             for statement in statements:
                 con.execute(statement)
+            if mark is not None and statements:
+                con.execute(f"COMMENT ON VIEW runs IS '{mark}'")
         finally:
             con.close()
         logger.debug("refreshed views in %s", self.root / DB_FILE)
+
+    def _refresh_after_commit(self) -> None:
+        """The views after a commit; skipped when the last commit's refresh made these very
+        statements under these schemas. The views read their files by glob when queried, so a new
+        run's files (written with the same schemas) are in them already; making them again reads
+        every Parquet file's schema, a cost that grows with each run the store keeps."""
+        statements = self._view_statements()
+        mark = content_hash("\n".join([_schemas_fingerprint(), *statements]))
+        if statements and self._views_mark() == mark:
+            return
+        self._make_views(statements, mark)
+
+    def _views_mark(self) -> str | None:
+        db = self.root / DB_FILE
+        if not db.exists():
+            return None
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            found = con.execute("SELECT comment FROM duckdb_views() WHERE view_name = 'runs' AND NOT internal").fetchall()
+        except duckdb.Error:
+            return None
+        finally:
+            con.close()
+        return found[0][0] if found else None
 
     def _runs_have_scope(self) -> bool:
         """Whether some runs file has the `scope` column (a store written by an older kbaudit has none)."""
