@@ -118,6 +118,33 @@ def test_real_stages_report_progress(tmp_path):
     assert {e.stage for e in events} == set()  # all cached: no stage had anything to do
 
 
+def test_the_collector_waits_longer_only_while_audits_run(tmp_path):
+    """A run raises the cycle collector's young threshold for its stages, and the last of several
+    audits running at once in threads puts the caller's thresholds back."""
+    import gc
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kb.chain import GC_YOUNG_THRESHOLD, run_audit, run_here
+
+    settings = Settings(docs=_small_kb(tmp_path), sources=[DEMO_ROOT / "sources"], depth="D0", today=None).validate()
+    seen: list[int] = []
+
+    def runner(name, fn, *args, **kwargs):
+        seen.append(gc.get_threshold()[0])
+        return run_here(name, fn, *args, **kwargs)
+
+    saved = gc.get_threshold()
+    gc.set_threshold(900, 11, 12)
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            audits = [pool.submit(run_audit, settings, runner, cache_dir=tmp_path / f"c{i}") for i in range(2)]
+            assert all(audit.result().verdicts for audit in audits)
+        assert seen and set(seen) == {GC_YOUNG_THRESHOLD}
+        assert gc.get_threshold() == (900, 11, 12)
+    finally:
+        gc.set_threshold(*saved)
+
+
 def test_embedding_reports_progress(tmp_path):
     from kb.evidence.embed import Embedder
 
