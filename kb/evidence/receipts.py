@@ -227,13 +227,15 @@ class EvidenceRows(list):
         made.lines = lines
         return made
 
-    def stamp(self, receipt_id: str) -> None:
-        """Set every row's receipt id in place. These rows belong to the run that holds them
-        (``decode_evidence`` made them for it, ``of`` was given the retriever's new ones), so no
+    def stamped(self, receipt_id: str) -> list[Evidence]:
+        """The rows with their receipt id set in place, as a plain list: the lines were for the
+        signature, and are let go with this object. These rows belong to the run that holds them
+        (``decode_evidence`` made them for it, ``of`` was given new ones), so no
         one else sees the change; a copy of each, as ``records.replaced`` makes, cost more than
         signing the batch."""
         for row in self:
             row.__dict__["receipt_id"] = receipt_id
+        return list(self)
 
 
 _EVIDENCE_FLOATS = tuple(f.name for f in dataclasses.fields(Evidence) if f.type == "float")
