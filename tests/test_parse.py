@@ -465,3 +465,33 @@ def test_myst_roles_read_as_their_text():
     assert [b.text for b in doc.blocks] == ["Deploy", "See the server guide and limits before Ctrl-C."]
     # a brace that opens no role stays text
     assert parse("# T\n\nThe set {a, b} has two members.\n").blocks[1].text == "The set {a, b} has two members."
+
+
+def test_front_matter_reads_the_same_with_either_yaml_loader():
+    """Plain front matter is read by libyaml; what it gives must be what the Python loader gives,
+    and anything libyaml may not see (anchors, aliases, tags, flow nesting) still meets the Python
+    loader's refusals."""
+    from pathlib import Path
+
+    import yaml
+
+    from kb.ingest.parse import _load_front_matter, _NoAliasSafeLoader
+
+    root = Path(__file__).resolve().parent.parent
+    pages = sorted((root / "tests" / "fixtures").rglob("*.md")) + sorted((root / "kb" / "demo" / "docs").rglob("*.md"))
+    texts = [p.read_text("utf-8").split("---\n")[1] for p in pages if p.read_text("utf-8").startswith("---\n")]
+    texts += [
+        "title: Ünïcode ✓\nupdated: 2024-02-29\nweight: 010\nratio: 1:30\nempty:\nflag: yes\n",
+        "owner: team-a\nreviewed: 2024-06-01 10:30:00\nnested:\n  deeper:\n    deepest: 3\nlist:\n  - a\n  - 'b: c'\n",
+        'title: "quoted # not a comment"  # a comment\nversion: 1.10\n',
+        "tags: [a, b]\nmeta: {k: v}\n",
+    ]
+    assert len(texts) > 5
+    for text in texts:
+        assert _load_front_matter(text) == yaml.load(text, Loader=_NoAliasSafeLoader), text  # noqa: S506
+    with pytest.raises(ParseError, match="anchors"):
+        read_front_matter("---\nbase: &b {x: 1}\nother: *b\n---\nbody")
+    with pytest.raises(ParseError, match="unsafe or unknown YAML tag"):
+        read_front_matter("---\nx: !!python/object/apply:os.system ['true']\n---\nbody")
+    with pytest.raises(ParseError, match="malformed front matter at line 2"):
+        read_front_matter("---\ntitle: a\n  bad: indentation: here\n---\nbody")
