@@ -45,6 +45,7 @@ from kb.evidence.receipts import (
     decode_evidence,
     digest_of_lines,
     encode_evidence,
+    evidence_table,
     sign_batch,
 )
 from kb.evidence.retrieve import Retriever
@@ -842,8 +843,11 @@ def stage_tables(store: Store, run_id: str, result: AuditResult, part: str = "pa
 
     Nothing is visible until `Store.commit_run`.
     """
-    # a generator: the store converts and writes it in row groups
-    evidence_rows = (e for claim_id in sorted(result.evidence) for e in result.evidence[claim_id])
+    # a rerun's evidence as columns read from its cached lines; else a generator the store
+    # converts and writes in row groups
+    evidence_rows = evidence_table(result.evidence)
+    if evidence_rows is None:
+        evidence_rows = (e for claim_id in sorted(result.evidence) for e in result.evidence[claim_id])
     tables = {
         "documents": document_rows(result),
         "ingest_errors": result.errors,

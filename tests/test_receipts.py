@@ -139,3 +139,21 @@ def test_signing_stamps_cached_rows_and_hashes_the_lines_they_were_read_with(tmp
     assert {r.receipt_id for r in rows} == {receipt["receipt_id"]} and fresh[0].receipt_id == ""  # a plain list is copied
     assert receipt["output_hash"] == canonical_digest(rows) == canonical_digest([_evidence(1, 0.5), _evidence(2, 0.25), *fresh])
     assert verify_receipt(receipt, b'["c1", "c2"]', canonical_rows(rows), tmp_path)
+
+
+def test_a_rerun_evidence_table_read_from_lines_equals_the_rows_converted():
+    from kb.evidence.receipts import EvidenceRows, decode_evidence, encode_evidence, evidence_table
+    from kb.store import to_arrow
+
+    giant = "A sentence that goes on. " * 50_000  # over the JSON reader's 1 MB block
+    cached = [_evidence(1, 0.5), replace(_evidence(2, 0.25), source_date=None, passage=giant, source_rev="abc1234", removed_in="v2")]
+    evidence = {
+        f"c{i}": decode_evidence(encode_evidence([replace(r, claim_id=f"c{i}") for r in cached])).stamped(f"r{i}") for i in range(12)
+    }
+    evidence["c99"] = [replace(_evidence(1, 0.125), claim_id="c99", receipt_id="r99")]  # a new search among cached ones
+    table = evidence_table(evidence)
+    assert table is not None
+    rows = [e for claim_id in sorted(evidence) for e in evidence[claim_id]]
+    assert table.equals(to_arrow("evidence", rows))
+    mostly_new = {"c1": EvidenceRows.of(cached), "c2": [_evidence(1, 0.5)] * 3}
+    assert evidence_table(mostly_new) is None and evidence_table({}) is None

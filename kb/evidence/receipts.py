@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import hmac
+import io
 import json
 import math
 import os
@@ -39,9 +40,13 @@ from pathlib import Path
 from typing import Any, cast
 
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pa_json
 
 from kb.ingest.walk import shard_of
 from kb.records import Evidence, as_row, content_hash, field_names, is_record
+from kb.store.schema import SCHEMAS
 
 KEY_ENV = "KBAUDIT_RECEIPT_KEY"
 KEY_FILE = "receipt.key"
@@ -227,15 +232,14 @@ class EvidenceRows(list):
         made.lines = lines
         return made
 
-    def stamped(self, receipt_id: str) -> list[Evidence]:
-        """The rows with their receipt id set in place, as a plain list: the lines were for the
-        signature, and are let go with this object. These rows belong to the run that holds them
-        (``decode_evidence`` made them for it, ``of`` was given new ones), so no
-        one else sees the change; a copy of each, as ``records.replaced`` makes, cost more than
-        signing the batch."""
+    def stamped(self, receipt_id: str) -> EvidenceRows:
+        """The rows with their receipt id set in place. They belong to the run that holds them
+        (``decode_evidence`` made them for it, ``of`` was given new ones), so no one else sees
+        the change; a copy of each, as ``records.replaced`` makes, cost more than signing the
+        batch. The lines stay: the run's evidence table is read from them (``evidence_table``)."""
         for row in self:
             row.__dict__["receipt_id"] = receipt_id
-        return list(self)
+        return self
 
 
 _EVIDENCE_FLOATS = tuple(f.name for f in dataclasses.fields(Evidence) if f.type == "float")
@@ -247,6 +251,43 @@ def encode_evidence(rows: list[Evidence]) -> str:
     """A claim's evidence for the cache: its canonical lines, one per row (JSON escapes newlines)."""
     lines = rows.lines if isinstance(rows, EvidenceRows) else [canonical_line(r) for r in rows]
     return "\n".join(lines)
+
+
+def evidence_table(evidence: dict[str, list[Evidence]]) -> pa.Table | None:
+    """A run's evidence as an Arrow table (``SCHEMAS["evidence"]``, claims in sorted order) read
+    from the rows' canonical lines by Arrow's JSON reader, when most rows came from the cache
+    with their lines (a rerun); None otherwise: turning a cold run's rows into lines first would
+    cost more than converting the rows. Receipt ids are the rows' own, evidence ids computed."""
+    claim_ids = sorted(evidence)
+    total = sum(len(evidence[c]) for c in claim_ids)
+    without = sum(len(evidence[c]) for c in claim_ids if not isinstance(evidence[c], EvidenceRows))
+    if total == 0 or without * 10 > total:
+        return None
+    lines, receipt_ids = [], []
+    for claim_id in claim_ids:
+        rows = evidence[claim_id]
+        lines.extend(rows.lines if isinstance(rows, EvidenceRows) else [canonical_line(r) for r in rows])
+        receipt_ids.extend(r.receipt_id for r in rows)
+    blob = "\n".join(lines).encode("utf-8")
+    longest = max(len(line) for line in lines) * 4 + 1  # UTF-8 bytes of the longest line, at most
+    schema = SCHEMAS["evidence"]
+    as_read = pa.schema(
+        [f.with_type(pa.string()) if f.type == pa.date32() else f for f in schema if f.name not in ("evidence_id", "receipt_id")]
+    )
+    table = pa_json.read_json(
+        io.BytesIO(blob),
+        read_options=pa_json.ReadOptions(block_size=max(1 << 20, longest)),
+        parse_options=pa_json.ParseOptions(explicit_schema=as_read, unexpected_field_behavior="error"),
+    )
+    del blob
+    evidence_ids = [content_hash(f"{c}|{p}") for c, p in zip(table.column("claim_id").to_pylist(), table.column("passage_id").to_pylist())]
+    columns = {
+        "evidence_id": pa.array(evidence_ids, pa.string()),
+        "receipt_id": pa.array(receipt_ids, pa.string()),
+        **{name: table.column(name) for name in table.column_names},
+    }
+    columns["source_date"] = pc.cast(columns["source_date"], pa.date32())
+    return pa.table({name: columns[name] for name in schema.names}, schema=schema)
 
 
 def decode_evidence(text: str) -> EvidenceRows:
