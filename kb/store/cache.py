@@ -6,7 +6,8 @@ incremental runs (an unchanged claim's key is found, its verdict reused) and res
 crash (batches that finished before the crash were written here, so the next run finds them).
 
 Values are JSON of the records in `kb.records` (never pickle: the cache lives beside data a
-reviewer may copy around). Each `put` appends one Parquet shard written atomically; the
+reviewer may copy around); a stage may give its own text codec (the retrieval stage keeps each
+evidence row as its canonical receipt line, `kb.evidence.receipts.encode_evidence`). Each `put` appends one Parquet shard written atomically; the
 shards are merged when there are many.
 """
 
