@@ -41,11 +41,11 @@ from kb.evidence.git_source import ingest_git
 from kb.evidence.receipts import (
     EVIDENCE_CACHE_FORMAT,
     EvidenceRows,
-    canonical_line,
     decode_evidence,
     digest_of_lines,
     encode_evidence,
     evidence_table,
+    lines_of,
     sign_batch,
 )
 from kb.evidence.retrieve import Retriever
@@ -435,11 +435,7 @@ def retrieve_stage(
 
 def sign_evidence(run_id: str, evidence: dict[str, list[Evidence]], key_dir: Path) -> tuple[dict[str, list[Evidence]], dict]:
     """Sign the retrieval batch and stamp each evidence row with the receipt id."""
-    lines = []
-    for claim_id in sorted(evidence):
-        items = evidence[claim_id]
-        lines.extend(items.lines if isinstance(items, EvidenceRows) else [canonical_line(e) for e in items])
-    lines.sort()
+    lines = sorted(line for claim_id in evidence for line in lines_of(evidence[claim_id]))
     inputs = json.dumps(sorted(evidence)).encode()
     receipt = sign_batch(run_id, "retriever", inputs=inputs, outputs=None, key_dir=key_dir, outputs_hash=digest_of_lines(lines))
     receipt_id = receipt["receipt_id"]

@@ -115,11 +115,11 @@ def test_cached_evidence_reads_back_as_the_rows_and_lines_it_was_stored_from():
             removed_in="v2.0",
         )
     )
-    stored = encode_evidence(EvidenceRows.of(rows))
+    stored = encode_evidence(rows)
     back = decode_evidence(stored)
-    assert back == rows and [type(r) for r in back] == [Evidence] * len(rows)
+    assert isinstance(back, EvidenceRows) and back == rows and [type(r) for r in back] == [Evidence] * len(rows)
     assert back.lines == [canonical_line(r) for r in back] == [canonical_line(r) for r in rows]
-    assert encode_evidence(rows) == stored  # a plain list encodes the same as the rows with their lines
+    assert encode_evidence(back) == stored  # the rows with their lines encode the same as a plain list
     assert pickle.loads(pickle.dumps(back)).lines == back.lines  # Prefect and Dask pass results by pickle
 
     with_nan = decode_evidence(encode_evidence([replace(rows[0], score_dense=math.nan)]))
@@ -142,7 +142,7 @@ def test_signing_stamps_cached_rows_and_hashes_the_lines_they_were_read_with(tmp
 
 
 def test_a_rerun_evidence_table_read_from_lines_equals_the_rows_converted():
-    from kb.evidence.receipts import EvidenceRows, decode_evidence, encode_evidence, evidence_table
+    from kb.evidence.receipts import decode_evidence, encode_evidence, evidence_table
     from kb.store import to_arrow
 
     giant = "A sentence that goes on. " * 50_000  # over the JSON reader's 1 MB block
@@ -155,5 +155,5 @@ def test_a_rerun_evidence_table_read_from_lines_equals_the_rows_converted():
     assert table is not None
     rows = [e for claim_id in sorted(evidence) for e in evidence[claim_id]]
     assert table.equals(to_arrow("evidence", rows))
-    mostly_new = {"c1": EvidenceRows.of(cached), "c2": [_evidence(1, 0.5)] * 3}
+    mostly_new = {"c1": decode_evidence(encode_evidence(cached)), "c2": [_evidence(1, 0.5)] * 3}
     assert evidence_table(mostly_new) is None and evidence_table({}) is None

@@ -223,10 +223,6 @@ class EvidenceRows(list):
     lines: list[str]
 
     @classmethod
-    def of(cls, rows: list[Evidence]) -> EvidenceRows:
-        return cls._with_lines(rows, [canonical_line(r) for r in rows])
-
-    @classmethod
     def _with_lines(cls, rows: list[Evidence], lines: list[str]) -> EvidenceRows:
         made = cls(rows)
         made.lines = lines
@@ -234,9 +230,9 @@ class EvidenceRows(list):
 
     def stamped(self, receipt_id: str) -> EvidenceRows:
         """The rows with their receipt id set in place. They belong to the run that holds them
-        (``decode_evidence`` made them for it, ``of`` was given new ones), so no one else sees
-        the change; a copy of each, as ``records.replaced`` makes, cost more than signing the
-        batch. The lines stay: the run's evidence table is read from them (``evidence_table``)."""
+        (``decode_evidence`` made them for it), so no one else sees the change; a copy of each,
+        as ``records.replaced`` makes, cost more than signing the batch. The lines stay: the
+        run's evidence table is read from them (``evidence_table``)."""
         for row in self:
             row.__dict__["receipt_id"] = receipt_id
         return self
@@ -247,10 +243,14 @@ _EVIDENCE_FLOATS = tuple(f.name for f in dataclasses.fields(Evidence) if f.type 
 EVIDENCE_CACHE_FORMAT = content_hash("lines|" + "|".join(field_names(Evidence)))
 
 
+def lines_of(rows: list[Evidence]) -> list[str]:
+    """A claim's canonical lines, in rank order: those read with the rows, else made now."""
+    return rows.lines if isinstance(rows, EvidenceRows) else [canonical_line(r) for r in rows]
+
+
 def encode_evidence(rows: list[Evidence]) -> str:
     """A claim's evidence for the cache: its canonical lines, one per row (JSON escapes newlines)."""
-    lines = rows.lines if isinstance(rows, EvidenceRows) else [canonical_line(r) for r in rows]
-    return "\n".join(lines)
+    return "\n".join(lines_of(rows))
 
 
 def evidence_table(evidence: dict[str, list[Evidence]]) -> pa.Table | None:
@@ -266,7 +266,7 @@ def evidence_table(evidence: dict[str, list[Evidence]]) -> pa.Table | None:
     lines, receipt_ids = [], []
     for claim_id in claim_ids:
         rows = evidence[claim_id]
-        lines.extend(rows.lines if isinstance(rows, EvidenceRows) else [canonical_line(r) for r in rows])
+        lines.extend(lines_of(rows))
         receipt_ids.extend(r.receipt_id for r in rows)
     blob = "\n".join(lines).encode("utf-8")
     longest = max(len(line) for line in lines) * 4 + 1  # UTF-8 bytes of the longest line, at most

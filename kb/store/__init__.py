@@ -202,8 +202,9 @@ class Store:
     def write_table(self, run_id: str, table: str, rows: Iterable, part: str = "part-0") -> int:
         """Stage one part of a run's table (shards of one run write parts of their own).
 
-        ``rows``: records or dicts, or an Arrow table with the table's columns. Rows are converted and written in row groups of WRITE_CHUNK, so a table of a few hundred
-        thousand evidence rows never exists as Python dicts and Arrow columns all at once."""
+        ``rows``: records or dicts, or an Arrow table with the table's columns. Rows are converted
+        and written in row groups of WRITE_CHUNK, so a table of a few hundred thousand evidence
+        rows never exists as Python dicts and Arrow columns all at once."""
         folder = self.staging(run_id) / table
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f"{part}.parquet.tmp"
@@ -213,11 +214,11 @@ class Store:
                 data = cast(pa.Table, rows).select(SCHEMAS[table].names).cast(SCHEMAS[table])
                 writer.write_table(data, row_group_size=WRITE_CHUNK)
                 written = data.num_rows
-                rows = []
-            for chunk in _chunks(rows, WRITE_CHUNK):
-                data = to_arrow(table, chunk)
-                writer.write_table(data)
-                written += data.num_rows
+            else:
+                for chunk in _chunks(rows, WRITE_CHUNK):
+                    data = to_arrow(table, chunk)
+                    writer.write_table(data)
+                    written += data.num_rows
             if not written:
                 writer.write_table(to_arrow(table, []))
         os.replace(tmp, folder / f"{part}.parquet")
