@@ -11,7 +11,7 @@ import contextlib
 import os
 import socket
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from prefect import get_client, task
 from prefect.cache_policies import NO_CACHE
@@ -126,7 +126,7 @@ def remote_verification(settings: Settings, tag: str = "") -> Iterator[tuple[Ver
         workers: Counter = Counter()
         sent = [0, 0]  # claims sent out, check-worthy claims of the run
 
-        def verify_on_workers(batch: list[Claim], evidence: dict[str, list[Evidence]]) -> list[Verdict]:
+        def verify_on_workers(batch: list[Claim], evidence: Mapping[str, list[Evidence]]) -> list[Verdict]:
             size = -(-len(batch) // min(len(batch), 2 * slots))
             chunks = [batch[i : i + size] for i in range(0, len(batch), size)]
             with _api_for_workers(settings, tag):

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -35,17 +35,19 @@ from kb.correct.review import rejected_proposals
 from kb.correct.versions import run_tables
 from kb.errors import UsageError
 from kb.escalate.lessons import load_lessons
-from kb.escalate.route import EscalationResult, escalate
+from kb.escalate.route import DEEP_DEPTHS, EscalationResult, escalate
 from kb.evidence.embed import Embedder, first_stage_for, first_stage_id
 from kb.evidence.git_source import ingest_git
 from kb.evidence.receipts import (
     EVIDENCE_CACHE_FORMAT,
-    EvidenceRows,
+    RunEvidence,
     decode_evidence,
     digest_of_lines,
     encode_evidence,
+    evidence_lines,
     evidence_table,
-    lines_of,
+    evidence_table_as_last_run,
+    evidence_verdict_digest,
     sign_batch,
 )
 from kb.evidence.retrieve import Retriever
@@ -53,7 +55,7 @@ from kb.evidence.sources import load_sources
 from kb.ingest.git import changed_documents
 from kb.ingest.walk import DOC_SUFFIXES, _ignore_spec, ingest, shard_of
 from kb.log import logger
-from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, SourceDoc, Verdict, replaced
+from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, SourceDoc, Verdict
 from kb.store import Store, new_run_id, rows_of
 from kb.store.cache import ResultCache, code_version, key_of
 from kb.verify import verifier_for
@@ -102,7 +104,7 @@ TOP_K_BY_DEPTH = {"D0": 1, "D1": 1, "D2": 10, "D3": 10, "D4": 10, "D5": 10}
 class AuditResult:
     documents: list[Document] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
-    evidence: dict[str, list[Evidence]] = field(default_factory=dict)
+    evidence: Mapping[str, list[Evidence]] = field(default_factory=dict)
     verdicts: list[Verdict] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)
     errors: list[IngestError] = field(default_factory=list)
@@ -150,9 +152,13 @@ def verifier_version() -> str:
 def corpus_fingerprint(sources: list[SourceDoc]) -> str:
     # a deletion is part of the corpus; the 4-tuple of a source still present is kept, so
     # fingerprints of stores written before deletions were marked still match
-    return key_of(
-        sorted((s.source_id, s.source_version, str(s.source_date), s.authority, *([s.deleted_in] if s.deleted_in else [])) for s in sources)
+    # Stored in every runs row and compared with earlier runs' (PR mode): its form must not change
+    # with the cache keys', so it has this digest of its own.
+    versions = sorted(
+        (s.source_id, s.source_version, str(s.source_date), s.authority, *([s.deleted_in] if s.deleted_in else [])) for s in sources
     )
+    blob = json.dumps([versions], sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
 
 
 # ---- stages ----------------------------------------------------------------------------
@@ -396,7 +402,7 @@ def top_k_for(settings: Settings) -> int:
 
 def retrieve_stage(
     sources: list[SourceDoc], claims: list[Claim], settings: Settings, caches: Caches | None = None, cache_dir: Path | None = None
-) -> tuple[dict[str, list[Evidence]], int]:
+) -> tuple[RunEvidence, int]:
     """Evidence for every check-worthy claim; the index is built only if some claim needs a search.
 
     Returns the evidence and how many claims reused a cached search (same claim, same corpus).
@@ -409,7 +415,8 @@ def retrieve_stage(
 
     identity = retrieval_identity(settings)
     keys = [key_of("evidence", c.claim_id, c.text, k, corpus, retriever_version(), EVIDENCE_CACHE_FORMAT, *identity) for c in wanted]
-    found = caches.evidence.get_many(keys) if caches.read else {}
+    # cached searches stay as their cache text (RunEvidence decodes a claim's rows when asked)
+    found = caches.evidence.get_encoded_many(keys) if caches.read else {}
     todo = sum(1 for key in keys if key not in found)
 
     with progress.track("retrieval", todo, "claims") as bar:
@@ -430,38 +437,32 @@ def retrieve_stage(
             "two-stage retrieval: %d of %d claims repeat a source sentence (no MiniLM pass); the MiniLM embedded %d of %d passages",
             retriever.anchored_claims, len(computed), retriever.dense_scored, len(retriever.passages),
         )  # fmt: skip
-    return {c.claim_id: ev for c, ev in zip(wanted, results)}, len(keys) - len(computed)
+    return RunEvidence([c.claim_id for c in wanted], results), len(keys) - len(computed)
 
 
-def sign_evidence(run_id: str, evidence: dict[str, list[Evidence]], key_dir: Path) -> tuple[dict[str, list[Evidence]], dict]:
+def sign_evidence(run_id: str, evidence: Mapping[str, list[Evidence]], key_dir: Path) -> tuple[RunEvidence, dict]:
     """Sign the retrieval batch and stamp each evidence row with the receipt id."""
-    lines = sorted(line for claim_id in evidence for line in lines_of(evidence[claim_id]))
+    lines = sorted(line for claim_id in evidence for line in evidence_lines(evidence, claim_id))
     inputs = json.dumps(sorted(evidence)).encode()
     receipt = sign_batch(run_id, "retriever", inputs=inputs, outputs=None, key_dir=key_dir, outputs_hash=digest_of_lines(lines))
-    receipt_id = receipt["receipt_id"]
-    stamped = {}
-    for claim_id, items in evidence.items():
-        if isinstance(items, EvidenceRows):
-            stamped[claim_id] = items.stamped(receipt_id)
-        else:
-            stamped[claim_id] = [replaced(e, receipt_id=receipt_id) for e in items]
-    return stamped, receipt
+    if not isinstance(evidence, RunEvidence):
+        evidence = RunEvidence(list(evidence), [list(rows) for rows in evidence.values()])
+    evidence.stamp(receipt["receipt_id"])
+    return evidence, receipt
 
 
 def retrieve_and_sign(
     sources: list[SourceDoc], claims: list[Claim], settings: Settings, caches: Caches, run_id: str, cache_dir: Path | None, key_dir: Path
-) -> tuple[dict[str, list[Evidence]], dict, int]:
+) -> tuple[RunEvidence, dict, int]:
     """The retrieve stage with its receipt: evidence (stamped), the signed receipt, searches reused."""
     evidence, reused = retrieve_stage(sources, claims, settings, caches, cache_dir)
     stamped, receipt = sign_evidence(run_id, evidence, key_dir)
     return stamped, receipt, reused
 
 
-def verdict_key(claim: Claim, evidence: list[Evidence], settings: Settings) -> str:
-    """Everything a verdict depends on: the claim, its evidence set, the verifier, and for
-    time-sensitive claims the date (freshness is relative to it)."""
-    evidence_set = sorted((e.passage_id, e.source_version, str(e.source_date), e.sentence, e.counterpart_of, e.section, e.removed_in)
-                          for e in evidence)  # fmt: skip
+def verdict_key(claim: Claim, evidence_digest: str, settings: Settings) -> str:
+    """Everything a verdict depends on: the claim, its evidence set (``verdict_digest``), the
+    verifier, and for time-sensitive claims the date (freshness is relative to it)."""
     return key_of(
         "verdict",
         claim.claim_id,
@@ -469,7 +470,7 @@ def verdict_key(claim: Claim, evidence: list[Evidence], settings: Settings) -> s
         list(claim.requirements),
         claim.time_sensitive,
         claim.freshness_days,
-        evidence_set,
+        evidence_digest,
         verifier_version(),
         settings.model_path,
         settings.depth == "D0",
@@ -477,12 +478,12 @@ def verdict_key(claim: Claim, evidence: list[Evidence], settings: Settings) -> s
     )
 
 
-VerifyBatch = Callable[[list[Claim], dict[str, list[Evidence]]], list[Verdict]]
+VerifyBatch = Callable[[list[Claim], Mapping[str, list[Evidence]]], list[Verdict]]
 
 
 def verify_stage(
     claims: list[Claim],
-    evidence: dict[str, list[Evidence]],
+    evidence: Mapping[str, list[Evidence]],
     settings: Settings,
     caches: Caches | None = None,
     verify_batch: VerifyBatch | None = None,
@@ -497,7 +498,7 @@ def verify_stage(
     wanted = [c for c in claims if c.checkworthy]
     verifier = None
 
-    def verify_here(batch: list[Claim], evidence: dict[str, list[Evidence]]) -> list[Verdict]:
+    def verify_here(batch: list[Claim], evidence: Mapping[str, list[Evidence]]) -> list[Verdict]:
         nonlocal verifier
         if verifier is None:
             verifier = verifier_for(settings.model_path, settings.depth != "D0")
@@ -507,7 +508,7 @@ def verify_stage(
         return [verdicts[c.claim_id] for c in batch]
 
     verify_batch = verify_batch or verify_here
-    keys = [verdict_key(c, evidence.get(c.claim_id, []), settings) for c in wanted]
+    keys = [verdict_key(c, evidence_verdict_digest(evidence, c.claim_id), settings) for c in wanted]
     found = caches.verdicts.get_many(keys) if caches.read else {}
 
     with progress.track("verification", sum(1 for key in keys if key not in found), "claims") as bar:
@@ -522,7 +523,11 @@ def verify_stage(
 
 
 def escalate_stage(
-    claims: list[Claim], evidence: dict[str, list[Evidence]], verdicts: list[Verdict], settings: Settings, lessons: list[dict] | None = None
+    claims: list[Claim],
+    evidence: Mapping[str, list[Evidence]],
+    verdicts: list[Verdict],
+    settings: Settings,
+    lessons: list[dict] | None = None,
 ):
     """Depth D3+: send low-confidence or high-risk claims to the deep verifier, within the budget."""
     return escalate([c for c in claims if c.checkworthy], evidence, verdicts, settings, settings.run_date, lessons)
@@ -537,7 +542,7 @@ class CachedVerifier:
     def __init__(self, settings: Settings, caches: Caches):
         self.settings, self.caches, self._verifier = settings, caches, None
 
-    def verify(self, claims: list[Claim], evidence: dict[str, list[Evidence]], today) -> list[Verdict]:
+    def verify(self, claims: list[Claim], evidence: Mapping[str, list[Evidence]], today) -> list[Verdict]:
         def compute(indexes: list[int]) -> list[Verdict]:
             if self._verifier is None:
                 self._verifier = verifier_for(self.settings.model_path, self.settings.depth != "D0")
@@ -545,7 +550,7 @@ class CachedVerifier:
             found = {v.claim_id: v for v in self._verifier.verify(batch, {c.claim_id: evidence.get(c.claim_id, []) for c in batch}, today)}
             return [found[c.claim_id] for c in batch]
 
-        keys = [key_of("draft", verdict_key(c, evidence.get(c.claim_id, []), self.settings)) for c in claims]
+        keys = [key_of("draft", verdict_key(c, evidence_verdict_digest(evidence, c.claim_id), self.settings)) for c in claims]
         verdicts, _ = self.caches.lookup(self.caches.verdicts, keys, compute, batch_size=512)
         return verdicts
 
@@ -554,7 +559,7 @@ def correct_stage(
     documents: list[Document],
     claims: list[Claim],
     verdicts: list[Verdict],
-    evidence: dict[str, list[Evidence]],
+    evidence: Mapping[str, list[Evidence]],
     settings: Settings,
     suppressed: dict[str, str] | None = None,
     caches: Caches | None = None,
@@ -667,7 +672,6 @@ def run_audit(
         cache_dir = store.root / "cache"
     key_dir = store.root / "keys" if store is not None else (cache_dir / "keys" if cache_dir else _ephemeral_key_dir())
     caches = Caches.at(cache_dir / "stages" if cache_dir else None, read=not settings.full)
-    previous = previous_claim_ids(store)
     result = AuditResult()
 
     sources, source_errors = runner("load-sources", sources_stage, settings)
@@ -707,7 +711,10 @@ def run_audit(
         result.verdicts = runner("verify", verify_stage, result.claims, result.evidence, settings, caches)
     else:  # each batch is sent out by verify_batch itself (as tasks of its own), from the caller's context
         result.verdicts = verify_stage(result.claims, result.evidence, settings, caches, verify_batch, verify_batch_size)
-    result.redo_reasons = redo_reasons(result.verdicts, previous, settings.full)
+    # The store's claim ids say why a verdict was redone: read only when one was (an unchanged
+    # rerun redoes none, and the query reads every run's claims). Staged tables are not visible yet.
+    redone = not settings.full and any(not v.reused for v in result.verdicts)
+    result.redo_reasons = redo_reasons(result.verdicts, previous_claim_ids(store) if redone else set(), settings.full)
     logger.info(
         "%s[4/6] verify: %s; reused %d verdicts, redone: %s",
         tag,
@@ -716,7 +723,8 @@ def run_audit(
         result.redo_reasons or "none",
     )
 
-    lessons = load_lessons(store) if store is not None else []
+    # only the deep verifier reads lessons (escalate routes nothing below D3)
+    lessons = load_lessons(store) if store is not None and settings.depth in DEEP_DEPTHS else []
     escalation: EscalationResult = runner("escalate", escalate_stage, result.claims, result.evidence, result.verdicts, settings, lessons)
     result.escalation = escalation
     result.verdicts, result.lessons = escalation.verdicts, escalation.lessons
@@ -839,9 +847,14 @@ def stage_tables(store: Store, run_id: str, result: AuditResult, part: str = "pa
 
     Nothing is visible until `Store.commit_run`.
     """
-    # a rerun's evidence as columns read from its cached lines; else a generator the store
-    # converts and writes in row groups
-    evidence_rows = evidence_table(result.evidence)
+    # An unchanged rerun's evidence is the last run's table under this run's receipt; another
+    # rerun's is read from its cached lines; a cold run's is a generator the store converts and
+    # writes in row groups.
+    evidence_rows = None
+    if isinstance(result.evidence, RunEvidence) and len(result.receipts) == 1:
+        evidence_rows = evidence_table_as_last_run(store, result.evidence, result.receipts[0])
+    if evidence_rows is None:
+        evidence_rows = evidence_table(result.evidence)
     if evidence_rows is None:
         evidence_rows = (e for claim_id in sorted(result.evidence) for e in result.evidence[claim_id])
     tables = {

@@ -58,6 +58,31 @@ def test_many_shards_are_compacted(tmp_path: Path, monkeypatch):
 def test_keys_depend_on_every_part():
     assert key_of("a", 1, [2]) == key_of("a", 1, [2])
     assert key_of("a", 1, [2]) != key_of("a", 1, [3])
+    # what stage keys hold: dates, paths, None, non-ASCII text, dicts in any key order, int keys
+    parts = (date(2026, 1, 1), Path("/m"), None, "ünïcode ✓", {"b": 1, "a": [1.5, True]}, {1: "x"})
+    assert key_of(*parts) == key_of(date(2026, 1, 1), Path("/m"), None, "ünïcode ✓", {"a": [1.5, True], "b": 1}, {1: "x"})
+    assert key_of(*parts) != key_of(date(2026, 1, 2), *parts[1:]) and key_of("ü") != key_of("u")
+    assert key_of((1, 2)) == key_of([1, 2]) and len(key_of()) == 32
+
+
+def test_a_cached_value_with_nan_reads_back():
+    """json.dumps writes NaN, which the faster parser rejects: such a value still reads back."""
+    back = loads(dumps({"score": float("nan"), "x": [1]}))
+    assert back["x"] == [1] and back["score"] != back["score"]
+
+
+def test_the_corpus_fingerprint_keeps_its_form():
+    """Every runs row stores it and PR mode compares it with earlier runs': a new form would make
+    the first PR run after an upgrade audit everything. The value is the one stores hold."""
+    from types import SimpleNamespace
+
+    from kb.chain import corpus_fingerprint
+
+    sources = [
+        SimpleNamespace(source_id="a", source_version="v1", source_date=date(2024, 1, 1), authority=0.5, deleted_in=None),
+        SimpleNamespace(source_id="b", source_version="v2", source_date=None, authority=1.0, deleted_in="r2"),
+    ]
+    assert corpus_fingerprint(sources) == "2abb0f8dfc2df5c6f28f3af9ef39e7ed"  # pyright: ignore[reportArgumentType]
 
 
 def test_merging_keeps_what_another_process_wrote(tmp_path, monkeypatch):

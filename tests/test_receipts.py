@@ -128,32 +128,59 @@ def test_cached_evidence_reads_back_as_the_rows_and_lines_it_was_stored_from():
     assert empty == [] and empty.lines == []
 
 
+def test_run_evidence_decodes_a_claims_cached_rows_only_when_asked_for():
+    """A rerun's evidence keeps cached rows as their cache text: the lines and the verdict digest
+    come from the text, and equal what the decoded rows give."""
+    from kb.evidence.receipts import RunEvidence, canonical_line, encode_evidence, verdict_digest
+
+    cached = [_evidence(1, 0.5), replace(_evidence(2, 0.25), source_date=None, counterpart_of="p1", removed_in="v2")]
+    fresh = [replace(_evidence(1, 0.4), claim_id="c2")]
+    evidence = RunEvidence(["c1", "c2", "c3"], [encode_evidence(cached), fresh, encode_evidence([])])
+    assert list(evidence) == ["c1", "c2", "c3"] and len(evidence) == 3 and "c1" in evidence and "c9" not in evidence
+    assert evidence._text.keys() == {"c1", "c3"}  # nothing decoded by asking for keys, lines or digests
+    assert evidence.lines("c1") == [canonical_line(r) for r in cached] and evidence.lines("c3") == []
+    assert evidence.verdict_digest("c1") == verdict_digest(cached) and evidence.verdict_digest("c2") == verdict_digest(fresh)
+    assert evidence._text.keys() == {"c1", "c3"}
+    assert evidence["c1"] == cached and evidence["c3"] == [] and evidence.get("c9") is None
+    assert evidence.verdict_digest("c1") == verdict_digest(evidence["c1"]) and evidence.lines("c1") == evidence["c1"].lines
+    assert verdict_digest(cached[::-1]) == verdict_digest(cached)  # the set of rows, not their order
+    assert verdict_digest([replace(cached[0], score_dense=0.1), cached[1]]) == verdict_digest(cached)  # not the scores
+    assert verdict_digest([replace(cached[0], sentence="Other."), cached[1]]) != verdict_digest(cached)
+
+
 def test_signing_stamps_cached_rows_and_hashes_the_lines_they_were_read_with(tmp_path):
     from kb.chain import sign_evidence
-    from kb.evidence.receipts import canonical_digest, decode_evidence, encode_evidence
+    from kb.evidence.receipts import RunEvidence, canonical_digest, encode_evidence
 
     fresh = [replace(_evidence(1, 0.4), claim_id="c2")]
-    cached = decode_evidence(encode_evidence([_evidence(1, 0.5), _evidence(2, 0.25)]))
-    stamped, receipt = sign_evidence("run-1", {"c1": cached, "c2": fresh}, tmp_path)
+    cached = [_evidence(1, 0.5), _evidence(2, 0.25)]
+    evidence = RunEvidence(["c1", "c2"], [encode_evidence(cached), fresh])
+    stamped, receipt = sign_evidence("run-1", evidence, tmp_path)
+    assert evidence._text.keys() == {"c1"}  # signed from the cached lines, not decoded
     rows = stamped["c1"] + stamped["c2"]
     assert {r.receipt_id for r in rows} == {receipt["receipt_id"]} and fresh[0].receipt_id == ""  # a plain list is copied
-    assert receipt["output_hash"] == canonical_digest(rows) == canonical_digest([_evidence(1, 0.5), _evidence(2, 0.25), *fresh])
+    assert receipt["output_hash"] == canonical_digest(rows) == canonical_digest([*cached, *fresh])
     assert verify_receipt(receipt, b'["c1", "c2"]', canonical_rows(rows), tmp_path)
+    plain, again = sign_evidence("run-1", {"c1": cached, "c2": fresh}, tmp_path)  # a dict of rows (VerifyLoop, tests)
+    assert again["output_hash"] == receipt["output_hash"] and {r.receipt_id for r in plain["c1"]} == {again["receipt_id"]}
 
 
 def test_a_rerun_evidence_table_read_from_lines_equals_the_rows_converted():
-    from kb.evidence.receipts import decode_evidence, encode_evidence, evidence_table
+    from kb.evidence.receipts import RunEvidence, encode_evidence, evidence_table
     from kb.store import to_arrow
 
     giant = "A sentence that goes on. " * 50_000  # over the JSON reader's 1 MB block
     cached = [_evidence(1, 0.5), replace(_evidence(2, 0.25), source_date=None, passage=giant, source_rev="abc1234", removed_in="v2")]
-    evidence = {
-        f"c{i}": decode_evidence(encode_evidence([replace(r, claim_id=f"c{i}") for r in cached])).stamped(f"r{i}") for i in range(12)
-    }
-    evidence["c99"] = [replace(_evidence(1, 0.125), claim_id="c99", receipt_id="r99")]  # a new search among cached ones
+    claim_ids = [f"c{i}" for i in range(12)] + ["c99", "c50"]
+    values = [encode_evidence([replace(r, claim_id=c) for r in cached]) for c in claim_ids[:12]]
+    values += [[replace(_evidence(1, 0.125), claim_id="c99")], encode_evidence([])]  # a new search, a claim with no evidence
+    evidence = RunEvidence(claim_ids, values)
+    evidence.stamp("r-run")
+    assert evidence["c3"][0].receipt_id == "r-run"  # one claim decoded before the table is read
     table = evidence_table(evidence)
     assert table is not None
     rows = [e for claim_id in sorted(evidence) for e in evidence[claim_id]]
-    assert table.equals(to_arrow("evidence", rows))
-    mostly_new = {"c1": decode_evidence(encode_evidence(cached)), "c2": [_evidence(1, 0.5)] * 3}
-    assert evidence_table(mostly_new) is None and evidence_table({}) is None
+    assert {r.receipt_id for r in rows} == {"r-run"} and table.equals(to_arrow("evidence", rows))
+    mostly_new = RunEvidence(["c1", "c2"], [encode_evidence(cached), [_evidence(1, 0.5)] * 3])
+    assert evidence_table(mostly_new) is None and evidence_table(RunEvidence([], [])) is None
+    assert evidence_table({"c1": cached}) is None  # plain rows: converted by the store instead

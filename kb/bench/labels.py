@@ -50,6 +50,7 @@ import logging
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
 
@@ -133,7 +134,9 @@ class LexicalSystem:
         return {c.claim_id: [judge_lexical(c.text, e.sentence or e.passage) for e in evidence.get(c.claim_id, [])] for c in claims}
 
 
-def verify_with(system, claims: list[Claim], evidence: dict[str, list[Evidence]], memo: dict | None = None) -> tuple[list[Verdict], dict]:
+def verify_with(
+    system, claims: list[Claim], evidence: Mapping[str, list[Evidence]], memo: dict | None = None
+) -> tuple[list[Verdict], dict]:
     """Judge every passage (once per distinct claim/sentence pair when ``memo`` is given), then
     the policy. Judgements depend only on the pair, so the stale cases reuse the VitaminC ones."""
     if memo is None:

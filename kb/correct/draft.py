@@ -310,7 +310,7 @@ def _draft(claim: Claim, doc: Document, verdict: Verdict, evidence: list[Evidenc
     )
 
 
-def _recheck(drafts: list[_Draft], evidence: dict[str, list[Evidence]], verifier, today: date) -> dict[str, Verdict]:
+def _recheck(drafts: list[_Draft], evidence: Mapping[str, list[Evidence]], verifier, today: date) -> dict[str, Verdict]:
     """Re-verify each drafted text with the same verifier against the claim's same evidence."""
     wanted = [d for d in drafts if d.draft_claim_text is not None]
     if not wanted or verifier is None:
@@ -332,7 +332,7 @@ def draft_edits(
     documents: list[Document],
     claims: list[Claim],
     verdicts: list[Verdict],
-    evidence: dict[str, list[Evidence]] | None = None,
+    evidence: Mapping[str, list[Evidence]] | None = None,
     *,
     settings=None,
     verifier=None,

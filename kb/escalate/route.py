@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
@@ -232,7 +233,7 @@ def _candidates(claims_by_id, evidence, verdicts, depth, rs, lesson_ids, result)
 
 def escalate(
     claims: list[Claim],
-    evidence: dict[str, list[Evidence]],
+    evidence: Mapping[str, list[Evidence]],
     verdicts: list[Verdict],
     settings,
     today: date,

@@ -43,9 +43,11 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
+import pyarrow.parquet as pq
 
 from kb.ingest.walk import shard_of
-from kb.records import Evidence, as_row, content_hash, field_names, is_record
+from kb.records import Evidence, as_row, content_hash, field_names, is_record, replaced
+from kb.store.cache import key_of
 from kb.store.schema import SCHEMAS
 
 KEY_ENV = "KBAUDIT_RECEIPT_KEY"
@@ -239,8 +241,9 @@ class EvidenceRows(list):
 
 
 _EVIDENCE_FLOATS = tuple(f.name for f in dataclasses.fields(Evidence) if f.type == "float")
-# Part of every retrieval cache key: rows stored under other fields are never read back.
-EVIDENCE_CACHE_FORMAT = content_hash("lines|" + "|".join(field_names(Evidence)))
+# Part of every retrieval cache key: rows stored under other fields, or in another layout, are
+# never read back.
+EVIDENCE_CACHE_FORMAT = content_hash("digest+lines|" + "|".join(field_names(Evidence)))
 
 
 def lines_of(rows: list[Evidence]) -> list[str]:
@@ -248,28 +251,155 @@ def lines_of(rows: list[Evidence]) -> list[str]:
     return rows.lines if isinstance(rows, EvidenceRows) else [canonical_line(r) for r in rows]
 
 
+def verdict_digest(rows: list[Evidence]) -> str:
+    """What a claim's verdict depends on of its evidence, as one key: each row's passage, source
+    version and date, sentence, counterpart, section and removal, in any row order (not the
+    scores, nor the receipt)."""
+    return key_of(
+        sorted((e.passage_id, e.source_version, str(e.source_date), e.sentence, e.counterpart_of, e.section, e.removed_in) for e in rows)
+    )
+
+
 def encode_evidence(rows: list[Evidence]) -> str:
-    """A claim's evidence for the cache: its canonical lines, one per row (JSON escapes newlines)."""
-    return "\n".join(lines_of(rows))
+    """A claim's evidence for the cache: its ``verdict_digest``, then its canonical lines, one
+    per row (JSON escapes newlines), so a rerun keys its verdicts without decoding the rows."""
+    return "\n".join([verdict_digest(rows), *lines_of(rows)])
 
 
-def evidence_table(evidence: dict[str, list[Evidence]]) -> pa.Table | None:
+def _body(text: str) -> str:
+    """The canonical lines of an ``encode_evidence`` text, as one string."""
+    return text.partition("\n")[2]
+
+
+def decode_evidence(text: str) -> EvidenceRows:
+    """``encode_evidence`` read back: the same Evidence records, receipt_id empty as before signing."""
+    body = _body(text)
+    if not body:
+        return EvidenceRows._with_lines([], [])
+    lines = body.split("\n")
+    rows = []
+    new = object.__new__
+    for fields in orjson.loads("[" + ",".join(lines) + "]"):  # one parse per claim, not per row
+        if fields["source_date"] is not None:
+            fields["source_date"] = date.fromisoformat(fields["source_date"])
+        for name in _EVIDENCE_FLOATS:
+            if fields[name] is None:  # the canonical form writes NaN as null
+                fields[name] = math.nan
+        fields["receipt_id"] = ""
+        row = new(Evidence)
+        object.__setattr__(row, "__dict__", fields)  # as records.replaced: no per-field frozen __setattr__
+        rows.append(row)
+    return EvidenceRows._with_lines(rows, lines)
+
+
+class RunEvidence(Mapping[str, list[Evidence]]):
+    """A run's evidence by claim id, in the claims' order. Rows read from the retrieval cache stay
+    in their cached text until someone asks for them.
+
+    An unchanged rerun signs the rows' lines, keys each verdict by the claim's ``verdict_digest``
+    and reads its evidence table from the lines; only the claims whose edits are drafted need
+    their rows, and decoding every claim's rows was a tenth of such a run. Once signed
+    (``stamp``), rows come out with the run's receipt id."""
+
+    def __init__(self, claim_ids: list[str], values: list[list[Evidence] | str]):
+        """``values``: per claim, its fresh rows or its cached ``encode_evidence`` text."""
+        self._order = list(claim_ids)
+        self._rows: dict[str, list[Evidence]] = {}
+        self._text: dict[str, str] = {}
+        for claim_id, value in zip(claim_ids, values):
+            if isinstance(value, str):
+                self._text[claim_id] = value
+            else:
+                self._rows[claim_id] = value
+        self.receipt_id = ""
+
+    def __getitem__(self, claim_id: str) -> list[Evidence]:
+        rows = self._rows.get(claim_id)
+        if rows is None:
+            rows = decode_evidence(self._text.pop(claim_id))  # KeyError: not a claim of the run
+            if self.receipt_id:
+                rows.stamped(self.receipt_id)
+            self._rows[claim_id] = rows
+        return rows
+
+    def __contains__(self, claim_id: object) -> bool:
+        return claim_id in self._rows or claim_id in self._text
+
+    def __iter__(self):
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @property
+    def fresh_rows(self) -> int:
+        """Rows that came with no cached line (a new search), so far."""
+        return sum(len(rows) for rows in self._rows.values() if not isinstance(rows, EvidenceRows))
+
+    def lines(self, claim_id: str) -> list[str]:
+        """The claim's canonical lines, in rank order, without decoding cached rows."""
+        text = self._text.get(claim_id)
+        if text is None:
+            return lines_of(self._rows.get(claim_id, []))
+        body = _body(text)
+        return body.split("\n") if body else []
+
+    def verdict_digest(self, claim_id: str) -> str:
+        text = self._text.get(claim_id)
+        return text.partition("\n")[0] if text is not None else verdict_digest(self._rows.get(claim_id, []))
+
+    def stamp(self, receipt_id: str) -> None:
+        """Give every row the run's receipt id: cached rows in place (they belong to this run),
+        new rows as copies; rows decoded later get it as they are."""
+        self.receipt_id = receipt_id
+        for claim_id, rows in self._rows.items():
+            if isinstance(rows, EvidenceRows):
+                rows.stamped(receipt_id)
+            else:
+                self._rows[claim_id] = [replaced(e, receipt_id=receipt_id) for e in rows]
+
+    def table_parts(self, claim_id: str) -> tuple[str, int, list[str] | None]:
+        """For ``evidence_table``: the claim's lines as one string, their count, and the rows'
+        receipt ids (None: all the run's, the rows not decoded)."""
+        text = self._text.get(claim_id)
+        if text is not None:
+            body = _body(text)
+            return body, (body.count("\n") + 1 if body else 0), None
+        rows = self._rows.get(claim_id, [])
+        return "\n".join(lines_of(rows)), len(rows), [r.receipt_id for r in rows]
+
+
+def evidence_lines(evidence: Mapping[str, list[Evidence]], claim_id: str) -> list[str]:
+    """A claim's canonical lines from a run's evidence (cached rows not decoded) or a plain dict."""
+    return evidence.lines(claim_id) if isinstance(evidence, RunEvidence) else lines_of(evidence.get(claim_id, []))
+
+
+def evidence_verdict_digest(evidence: Mapping[str, list[Evidence]], claim_id: str) -> str:
+    """A claim's ``verdict_digest`` from a run's evidence (read from the cache text) or a plain dict."""
+    if isinstance(evidence, RunEvidence):
+        return evidence.verdict_digest(claim_id)
+    return verdict_digest(evidence.get(claim_id, []))
+
+
+def evidence_table(evidence: Mapping[str, list[Evidence]]) -> pa.Table | None:
     """A run's evidence as an Arrow table (``SCHEMAS["evidence"]``, claims in sorted order) read
     from the rows' canonical lines by Arrow's JSON reader, when most rows came from the cache
     with their lines (a rerun); None otherwise: turning a cold run's rows into lines first would
     cost more than converting the rows. Receipt ids are the rows' own, evidence ids computed."""
-    claim_ids = sorted(evidence)
-    total = sum(len(evidence[c]) for c in claim_ids)
-    without = sum(len(evidence[c]) for c in claim_ids if not isinstance(evidence[c], EvidenceRows))
-    if total == 0 or without * 10 > total:
+    if not isinstance(evidence, RunEvidence):
         return None
-    lines, receipt_ids = [], []
-    for claim_id in claim_ids:
-        rows = evidence[claim_id]
-        lines.extend(lines_of(rows))
-        receipt_ids.extend(r.receipt_id for r in rows)
-    blob = "\n".join(lines).encode("utf-8")
-    longest = max(len(line) for line in lines) * 4 + 1  # UTF-8 bytes of the longest line, at most
+    claim_ids = sorted(evidence)
+    parts = [evidence.table_parts(c) for c in claim_ids]
+    total = sum(n for _, n, _ in parts)
+    if total == 0 or evidence.fresh_rows * 10 > total:
+        return None
+    receipt_ids: list[str] = []
+    for _, n, ids in parts:
+        receipt_ids.extend([evidence.receipt_id] * n if ids is None else ids)
+    blob = "\n".join(body for body, n, _ in parts if n).encode("utf-8")
+    # a block must hold the longest line: a claim's lines together are at least as long, and
+    # four bytes a character bound their UTF-8
+    longest = max(len(body) for body, _, _ in parts) * 4 + 1
     schema = SCHEMAS["evidence"]
     as_read = pa.schema(
         [f.with_type(pa.string()) if f.type == pa.date32() else f for f in schema if f.name not in ("evidence_id", "receipt_id")]
@@ -290,24 +420,40 @@ def evidence_table(evidence: dict[str, list[Evidence]]) -> pa.Table | None:
     return pa.table({name: columns[name] for name in schema.names}, schema=schema)
 
 
-def decode_evidence(text: str) -> EvidenceRows:
-    """``encode_evidence`` read back: the same Evidence records, receipt_id empty as before signing."""
-    if not text:
-        return EvidenceRows._with_lines([], [])
-    lines = text.split("\n")
-    rows = []
-    new = object.__new__
-    for fields in orjson.loads("[" + ",".join(lines) + "]"):  # one parse per claim, not per row
-        if fields["source_date"] is not None:
-            fields["source_date"] = date.fromisoformat(fields["source_date"])
-        for name in _EVIDENCE_FLOATS:
-            if fields[name] is None:  # the canonical form writes NaN as null
-                fields[name] = math.nan
-        fields["receipt_id"] = ""
-        row = new(Evidence)
-        object.__setattr__(row, "__dict__", fields)  # as records.replaced: no per-field frozen __setattr__
-        rows.append(row)
-    return EvidenceRows._with_lines(rows, lines)
+def evidence_table_as_last_run(store, evidence: RunEvidence, receipt: dict) -> pa.Table | None:
+    """The newest committed run's evidence table with this run's receipt id, when that run signed
+    the very rows this run did (one retrieval receipt with this run's output hash, one evidence
+    file, the same claims in the same order); None otherwise.
+
+    An unchanged rerun otherwise turns some 60,000 cached lines back into columns (0.6-0.75 s on
+    the speed bench's KB) to write the table the last run wrote. If that run's file was altered
+    after it was signed, this run's copy fails ``verify_stored_evidence`` as that run's does."""
+    run_ids = store.run_ids()
+    if not run_ids:
+        return None
+    last = run_ids[-1]
+    receipts_files = sorted((store.root / "receipts" / f"run_id={last}").glob("*.parquet"))
+    evidence_files = sorted((store.root / "evidence" / f"run_id={last}").glob("*.parquet"))
+    if len(evidence_files) != 1 or not receipts_files:
+        return None
+    try:
+        signed = [
+            r for f in receipts_files for r in pq.read_table(f, columns=["tool", "output_hash"]).to_pylist() if r["tool"] == "retriever"
+        ]
+        if len(signed) != 1 or signed[0]["output_hash"] != receipt["output_hash"]:
+            return None
+        table = pq.read_table(evidence_files[0])
+    except (OSError, pa.ArrowInvalid, KeyError):
+        return None
+    schema = SCHEMAS["evidence"]
+    if table.schema != schema:  # a store written before a column was added: convert the lines instead
+        return None
+    claim_ids = sorted(evidence)
+    counts = [evidence.table_parts(c)[1] for c in claim_ids]
+    if table.num_rows != sum(counts) or table.column("claim_id").to_pylist() != [c for c, n in zip(claim_ids, counts) for _ in range(n)]:
+        return None
+    ids = pa.array([receipt["receipt_id"]] * table.num_rows, pa.string())
+    return table.set_column(schema.get_field_index("receipt_id"), schema.field("receipt_id"), ids)
 
 
 # ---------------------------------------------------------------- a run's stored evidence

@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -44,8 +45,12 @@ def code_version(*modules) -> str:
 
 
 def key_of(*parts: Any) -> str:
-    blob = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
+    """A cache key: the hash of the parts as JSON, keys sorted, anything else (a date, a path) as
+    its str. orjson, not json: a rerun makes a key per claim for each stage, and json.dumps was
+    most of their cost. Keys are only ever compared with keys this function made: a value stored
+    in a run's tables (the corpus fingerprint) has a digest of its own that does not change."""
+    blob = orjson.dumps(parts, default=str, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    return hashlib.sha256(blob).hexdigest()[:32]
 
 
 # ---- record codec ----------------------------------------------------------------------
@@ -99,7 +104,11 @@ def dumps(value) -> str:
 
 
 def loads(text: str):
-    return _decode(json.loads(text))
+    try:
+        parsed = orjson.loads(text)  # twice as fast as json.loads on a rerun's cached verdicts
+    except orjson.JSONDecodeError:  # NaN or Infinity, which json.dumps writes and orjson rejects
+        parsed = json.loads(text)
+    return _decode(parsed)
 
 
 class ResultCache:
@@ -138,6 +147,12 @@ class ResultCache:
         data = self._load()
         decode = self._decode
         return {k: decode(data[k]) for k in keys if k in data}
+
+    def get_encoded_many(self, keys: list[str]) -> dict[str, str]:
+        """The stored text of the keys that are cached, not decoded (for a caller that decodes
+        only the values it turns out to need)."""
+        data = self._load()
+        return {k: data[k] for k in keys if k in data}
 
     def put_many(self, items: dict[str, Any]) -> None:
         if not items:

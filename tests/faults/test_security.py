@@ -83,6 +83,38 @@ def test_a_rerun_signs_the_evidence_it_read_from_the_cache(base_store, tmp_path)
     )
 
 
+def test_an_unchanged_rerun_takes_the_last_runs_evidence_table_only_when_it_signed_the_same_rows(base_store, tmp_path):
+    """An unchanged rerun writes the last run's evidence file under its own receipt id rather than
+    turning the cached lines into columns again. It must do so only for the rows that run signed,
+    and an alteration of that file must not vanish into the copy: the rerun's evidence is flagged."""
+    from faults.conftest import settings_for
+    from flows.audit import audit
+    from kb.chain import Caches, ingest_stage, retrieve_and_sign, sources_stage, split_stage
+    from kb.evidence.receipts import evidence_table_as_last_run
+
+    docs, base, first = base_store
+    out = copy_store(base, tmp_path / "out")
+    store, settings, caches = Store(out), settings_for(docs, out), Caches.at(out / "cache" / "stages")
+    documents, _ = ingest_stage(settings)
+    claims, _ = split_stage(documents, caches, settings.claims)
+    sources, _ = sources_stage(settings)
+    evidence, receipt, reused = retrieve_and_sign(sources, claims, settings, caches, "r", out / "cache", out / "keys")
+    assert reused == len(evidence) > 0 and evidence._text  # every search cached, no row decoded
+    table = evidence_table_as_last_run(store, evidence, receipt)
+    stored = pq.read_table(out / "evidence" / f"run_id={first['run_id']}" / "part-0.parquet")
+    assert table is not None and set(table.column("receipt_id").to_pylist()) == {receipt["receipt_id"]}
+    assert table.drop_columns(["receipt_id"]).equals(stored.drop_columns(["receipt_id"]))
+    assert evidence_table_as_last_run(store, evidence, {**receipt, "output_hash": "0" * 64}) is None  # other rows signed
+
+    part = out / "evidence" / f"run_id={first['run_id']}" / "part-0.parquet"
+    rows = stored.to_pylist()
+    rows[3]["sentence"] = rows[3]["sentence"] + " (edited)"
+    pq.write_table(stored.from_pylist(rows, schema=stored.schema), part)
+    second = audit(settings)
+    problems = verify_stored_evidence(store, second["run_id"])
+    assert len(problems) == 1 and "stored evidence rows differ from what was signed" in problems[0], problems
+
+
 def test_evidence_altered_after_the_run_is_flagged(base_store, tmp_path, record):
     _, base, first = base_store
     out = copy_store(base, tmp_path / "out")
