@@ -55,7 +55,7 @@ from kb.evidence.sources import load_sources
 from kb.ingest.git import changed_documents
 from kb.ingest.walk import DOC_SUFFIXES, _ignore_spec, ingest, shard_of
 from kb.log import logger
-from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, SourceDoc, Verdict
+from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, SourceDoc, Verdict, replaced
 from kb.store import Store, new_run_id, rows_of
 from kb.store.cache import ResultCache, code_version, key_of
 from kb.verify import verifier_for
@@ -519,7 +519,7 @@ def verify_stage(
             return verdicts
 
         results, computed = caches.lookup(caches.verdicts, keys, compute, batch_size, found=found)
-    return [dataclasses.replace(v, reused=i not in computed) for i, v in enumerate(results)]
+    return [replaced(v, reused=i not in computed) for i, v in enumerate(results)]
 
 
 def escalate_stage(

@@ -143,3 +143,20 @@ def test_a_commit_remakes_the_views_only_when_they_would_differ(tmp_path: Path, 
     _write_run(store, ["stale"])
     assert made == [True, False, True, True]
     assert store.query("SELECT count(*) AS n FROM runs").n[0] == 5
+
+
+def test_an_append_only_table_has_rows_only_once_some_are_appended(tmp_path: Path):
+    """A rerun skips the rejected-proposals query while no decision or event was ever recorded;
+    the empty schema files every store has must not count, a damaged file must."""
+    from kb.correct.review import rejected_proposals
+
+    store = Store(tmp_path / "out")
+    _write_run(store, ["supported"])
+    assert list((tmp_path / "out" / "review_decisions").glob("part-schema-*.parquet"))  # the schema file is there
+    assert not store.has_appended_rows("review_decisions") and not store.has_appended_rows("edit_events")
+    assert rejected_proposals(store) == {}
+    now = dt.datetime.now(dt.UTC)
+    store.append_table("edit_events", [{"edit_id": "e1", "status": "applied", "actor": "ana", "event_at": now}])
+    assert store.has_appended_rows("edit_events") and not store.has_appended_rows("review_decisions")
+    (tmp_path / "out" / "review_decisions" / "part-torn.parquet").write_bytes(b"PAR1 torn")
+    assert store.has_appended_rows("review_decisions")

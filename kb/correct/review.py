@@ -124,6 +124,8 @@ def rejected_proposals(store: Store) -> dict[str, str]:
     """Proposal keys of rejected edits -> who rejected them, when and why (for `draft_edits`)."""
     if not store.run_ids():
         return {}
+    if not (store.has_appended_rows("review_decisions") or store.has_appended_rows("edit_events")):
+        return {}  # a rejection is a decision or an event; the view's query reads every run's edits
     try:
         frame = store.query(
             "SELECT proposal_key, state_by, state_at, state_note FROM edit_state WHERE state = 'rejected' AND proposal_key IS NOT NULL"

@@ -249,6 +249,21 @@ class Store:
             self.refresh_views()
         return folder / name
 
+    def has_appended_rows(self, table: str) -> bool:
+        """Whether an append-only table holds a row, its empty schema files aside (read from the
+        files' footers: a rerun asks before querying views over every run). A file whose footer
+        cannot be read counts as rows, so the query that follows meets it."""
+        folder = self.root / table
+        if not folder.is_dir():
+            return False
+        for path in folder.glob("*.parquet"):
+            try:
+                if pq.read_metadata(path).num_rows:
+                    return True
+            except (OSError, pa.ArrowInvalid):
+                return True
+        return False
+
     def commit_run(self, run_id: str, runs_row: dict) -> None:
         """Move every staged table into place, then the runs row: the run is now visible."""
         self.write_table(run_id, "runs", [runs_row])

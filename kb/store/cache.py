@@ -6,9 +6,11 @@ incremental runs (an unchanged claim's key is found, its verdict reused) and res
 crash (batches that finished before the crash were written here, so the next run finds them).
 
 Values are JSON of the records in `kb.records` (never pickle: the cache lives beside data a
-reviewer may copy around); a stage may give its own text codec (the retrieval stage keeps each
-evidence row as its canonical receipt line, `kb.evidence.receipts.encode_evidence`). Each `put` appends one Parquet shard written atomically; the
-shards are merged when there are many.
+reviewer may copy around); a stage may give its own text codec (the retrieval stage keeps a
+claim's verdict digest and each evidence row's canonical receipt line,
+`kb.evidence.receipts.encode_evidence`, and reads the text back undecoded with
+`get_encoded_many`). Each `put` appends one Parquet shard written atomically; the shards are
+merged when there are many.
 """
 
 from __future__ import annotations
