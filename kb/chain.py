@@ -446,7 +446,7 @@ def sign_evidence(run_id: str, evidence: Mapping[str, list[Evidence]], key_dir: 
     inputs = json.dumps(sorted(evidence)).encode()
     receipt = sign_batch(run_id, "retriever", inputs=inputs, outputs=None, key_dir=key_dir, outputs_hash=digest_of_lines(lines))
     if not isinstance(evidence, RunEvidence):
-        evidence = RunEvidence(list(evidence), [list(rows) for rows in evidence.values()])
+        evidence = RunEvidence(list(evidence), list(evidence.values()))
     evidence.stamp(receipt["receipt_id"])
     return evidence, receipt
 

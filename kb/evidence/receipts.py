@@ -266,17 +266,27 @@ def encode_evidence(rows: list[Evidence]) -> str:
     return "\n".join([verdict_digest(rows), *lines_of(rows)])
 
 
+# An ``encode_evidence`` text is its digest line, then one line per row: these read its parts
+# without copying the lines out first (a rerun reads some 60 MB of such text).
+def _digest_of_text(text: str) -> str:
+    end = text.find("\n")
+    return text if end < 0 else text[:end]
+
+
+def _lines_of_text(text: str) -> list[str]:
+    return text.split("\n")[1:]
+
+
 def _body(text: str) -> str:
-    """The canonical lines of an ``encode_evidence`` text, as one string."""
+    """The canonical lines as one string."""
     return text.partition("\n")[2]
 
 
 def decode_evidence(text: str) -> EvidenceRows:
     """``encode_evidence`` read back: the same Evidence records, receipt_id empty as before signing."""
-    body = _body(text)
-    if not body:
+    lines = _lines_of_text(text)
+    if not lines:
         return EvidenceRows._with_lines([], [])
-    lines = body.split("\n")
     rows = []
     new = object.__new__
     for fields in orjson.loads("[" + ",".join(lines) + "]"):  # one parse per claim, not per row
@@ -339,14 +349,15 @@ class RunEvidence(Mapping[str, list[Evidence]]):
     def lines(self, claim_id: str) -> list[str]:
         """The claim's canonical lines, in rank order, without decoding cached rows."""
         text = self._text.get(claim_id)
-        if text is None:
-            return lines_of(self._rows.get(claim_id, []))
-        body = _body(text)
-        return body.split("\n") if body else []
+        return lines_of(self._rows.get(claim_id, [])) if text is None else _lines_of_text(text)
+
+    def row_count(self, claim_id: str) -> int:
+        text = self._text.get(claim_id)
+        return len(self._rows.get(claim_id, [])) if text is None else text.count("\n")
 
     def verdict_digest(self, claim_id: str) -> str:
         text = self._text.get(claim_id)
-        return text.partition("\n")[0] if text is not None else verdict_digest(self._rows.get(claim_id, []))
+        return _digest_of_text(text) if text is not None else verdict_digest(self._rows.get(claim_id, []))
 
     def stamp(self, receipt_id: str) -> None:
         """Give every row the run's receipt id: cached rows in place (they belong to this run),
@@ -363,8 +374,7 @@ class RunEvidence(Mapping[str, list[Evidence]]):
         receipt ids (None: all the run's, the rows not decoded)."""
         text = self._text.get(claim_id)
         if text is not None:
-            body = _body(text)
-            return body, (body.count("\n") + 1 if body else 0), None
+            return _body(text), text.count("\n"), None
         rows = self._rows.get(claim_id, [])
         return "\n".join(lines_of(rows)), len(rows), [r.receipt_id for r in rows]
 
@@ -449,7 +459,7 @@ def evidence_table_as_last_run(store, evidence: RunEvidence, receipt: dict) -> p
     if table.schema != schema:  # a store written before a column was added: convert the lines instead
         return None
     claim_ids = sorted(evidence)
-    counts = [evidence.table_parts(c)[1] for c in claim_ids]
+    counts = [evidence.row_count(c) for c in claim_ids]
     if table.num_rows != sum(counts) or table.column("claim_id").to_pylist() != [c for c, n in zip(claim_ids, counts) for _ in range(n)]:
         return None
     ids = pa.array([receipt["receipt_id"]] * table.num_rows, pa.string())
