@@ -385,15 +385,18 @@ def make_retriever(sources: list[SourceDoc], settings: Settings, cache_dir: Path
     cache = settings.embed_cache_dir or cache_dir
     first = first_stage_for(settings.static_model_path, cache) if settings.retrieval_path == "static+minilm" else None
     embedder = Embedder(settings.embed_model_path, cache_dir=cache, backend=settings.embed_backend)
-    retriever = Retriever(embedder, first_stage=first, index_cache=cache)
+    retriever = Retriever(embedder, first_stage=first, rerank=settings.rerank_candidates, index_cache=cache)
     retriever.index(sources)
     return retriever
 
 
 def retrieval_identity(settings: Settings) -> tuple:
-    """What the evidence depends on besides the code and the corpus: the path and its models."""
-    first = first_stage_id(settings.static_model_path) if settings.retrieval_path == "static+minilm" else None
-    return settings.retrieval_path, first, settings.embed_model_path
+    """What the evidence depends on besides the code and the corpus: the path, its models and,
+    on the two-stage path, its candidate count."""
+    if settings.retrieval_path != "static+minilm":
+        return settings.retrieval_path, None, settings.embed_model_path
+    first = first_stage_id(settings.static_model_path)
+    return settings.retrieval_path, first, settings.embed_model_path, settings.rerank_candidates
 
 
 def top_k_for(settings: Settings) -> int:

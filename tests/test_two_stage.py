@@ -80,6 +80,36 @@ def test_evidence_cache_key_holds_the_path(tmp_path):
         assert all(-1.0 <= e.score_dense <= 1.0 for evs in evidence.values() for e in evs)
 
 
+def test_the_candidate_count_is_a_setting(tmp_path):
+    """rerank_candidates sets how many passages per claim the MiniLM scores on the two-stage path,
+    and is part of the evidence cache key there (a search with other candidates is not reused)."""
+    from kb.chain import Caches, make_retriever, retrieval_identity, retrieve_stage, sources_stage, split_stage
+    from kb.ingest.walk import ingest
+
+    with pytest.raises(ConfigError, match="rerank_candidates must be at least 1; got 0"):
+        Settings(rerank_candidates=0).validate()
+    assert load_settings(cwd=tmp_path, environ={"KBAUDIT_RERANK_CANDIDATES": "150"}).rerank_candidates == 150
+    # the MiniLM-only path has no candidates: its cache key does not move with the setting
+    assert retrieval_identity(Settings(rerank_candidates=7)) == retrieval_identity(Settings())
+
+    docs, _ = ingest(DEMO_ROOT / "docs", 64 * 2**20)
+    caches = Caches.at(tmp_path / "cache")
+    claims, _ = split_stage(docs, caches)
+    wanted = [c for c in claims if c.checkworthy]
+    reused, scored = [], {}
+    for count in (50, 2, 2):
+        settings = Settings(retrieval_path="static+minilm", rerank_candidates=count).validate()
+        sources, _ = sources_stage(settings)
+        reused.append(retrieve_stage(sources, claims, settings, caches, tmp_path / "cache")[1])
+        retriever = make_retriever(sources, settings, tmp_path / "cache")
+        retriever.search(wanted, k=5)
+        assert retriever.rerank == count
+        scored[count] = retriever.dense_scored
+    assert reused == [0, 0, len(wanted)]
+    # the demo corpus is small: 50 candidates bring every passage to the MiniLM, 2 do not
+    assert scored[50] == len(retriever.passages) and scored[2] < scored[50]
+
+
 def _subset(tmp_path: Path, n_claims: int, extra: int, seed: int = 5):
     from kb.bench.retrieval import load_claims
 

@@ -271,6 +271,10 @@ class Settings(Section):
     # every passage (docs/retrieval.md "Two-stage dense search")
     retrieval_path: str = "minilm"
     static_model_path: str | None = None  # a model2vec folder or any local sentence-transformers model
+    # "static+minilm": how many first-stage candidates per claim the MiniLM scores; 50 keeps the
+    # cold run about 5x faster than "minilm", 150 matches its recall@10 at about 2-3x
+    # (docs/retrieval.md "Candidates: speed against recall")
+    rerank_candidates: int = 50
     # "onnx": the MiniLM's transformer runs in ONNX Runtime (same vectors, faster); "torch": as is
     embed_backend: str = "onnx"
     embed_cache_dir: Path | None = None  # one embedding cache shared by several stores; None: <out>/cache
@@ -398,6 +402,8 @@ class Settings(Section):
                 raise ConfigError(f"sources not found: {src}")
         if self.top_k < 1:
             raise ConfigError("top_k must be at least 1")
+        if self.rerank_candidates < 1:
+            raise ConfigError(f"rerank_candidates must be at least 1; got {self.rerank_candidates}")
         if self.retrieval_path not in RETRIEVAL_PATHS:
             raise ConfigError(f"retrieval_path must be one of {', '.join(RETRIEVAL_PATHS)}; got {self.retrieval_path!r}")
         if self.embed_backend not in EMBED_BACKENDS:
@@ -443,7 +449,7 @@ class Settings(Section):
         return _validated(cls, values)
 
     def config_hash(self) -> str:
-        keys = ("depth", "top_k", "model_path", "embed_model_path", "retrieval_path", "static_model_path")
+        keys = ("depth", "top_k", "model_path", "embed_model_path", "retrieval_path", "static_model_path", "rerank_candidates")
         public = self.public_dict()
         blob = json.dumps({k: public[k] for k in keys}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
