@@ -180,6 +180,13 @@ def test_bench_retrieval_compares_both_paths(tmp_path, capsys):
     assert 0 < m["dense_scored"] <= m["passages"]
     printed = capsys.readouterr().out
     assert "target  hybrid recall@10 >= 0.95 (static+minilm)" in printed
+    # fewer candidates: the MiniLM scores fewer passages (the MiniLM-only path is not run)
+    fewer = tmp_path / "fewer.json"
+    code = main(["bench", "retrieval", "--claims", str(SCIFACT / "claims_dev.jsonl"), "--corpus", str(corpus), "--limit", "6",
+                 "--floor-sample", "0.5", "--paths", "static+minilm", "--rerank-candidates", "2", "--json", str(fewer)])  # fmt: skip
+    assert code == 0
+    few = json.loads(fewer.read_text())
+    assert "minilm_hybrid_recall@10" not in few and 0 < few["dense_scored"] < m["dense_scored"]
 
 
 def test_build_embedder_usage_error(tmp_path, capsys):

@@ -69,6 +69,9 @@ class Params(BaseModel):
         default=None,
         description="copy this embedding cache (a store's cache/embeddings) in first; the run is then not a cold full run",
     )
+    rerank_candidates: int = Field(
+        default=50, ge=1, description="candidates per claim the MiniLM scores on the two-stage path (default 50, as the setting)"
+    )
 
 
 def _page(sentences: list[str], title: str) -> str:
@@ -188,6 +191,7 @@ def run(params: Params) -> dict[str, float]:
         today=dt.date(2026, 1, 1),
         retrieval_path=retrieval_path,
         embed_backend=backend,
+        rerank_candidates=params.rerank_candidates,
     ).validate()
     if params.warm_embeddings:
         shutil.copytree(Path(params.warm_embeddings), out / "cache" / "embeddings")
