@@ -84,6 +84,9 @@ class Params(BaseModel):
     retrieval_path: Literal["minilm", "static+minilm"] = Field(
         default="minilm", description="retrieval path (default minilm, the settings' default; docs/retrieval.md)"
     )
+    rerank_candidates: int = Field(
+        default=50, ge=1, description="candidates per claim the MiniLM scores on the two-stage path (default 50, as the setting)"
+    )
 
 
 def _newest_source_date(folder: Path) -> date | None:
@@ -113,13 +116,13 @@ def raw_kb(project: Path) -> Path | None:
 
 
 def audit_project(
-    project: Path, depth: str, today: date | None, cache_dir: Path | None, kb: Path | None = None, retrieval_path: str = "minilm"
+    project: Path, depth: str, today: date | None, cache_dir: Path | None, kb: Path | None = None, retrieval: dict | None = None
 ):
     """Run the pipeline on one project. Reads only the KB (kb/ unless `kb` names the raw
     pages), sources/ and sources_old/."""
     sources = [project / "sources", project / "sources_old"]
     settings = Settings(docs=kb or project / "kb", sources=[s for s in sources if s.exists()], depth=depth,
-                        today=today or _newest_source_date(project / "sources"), full=True, retrieval_path=retrieval_path)  # fmt: skip
+                        today=today or _newest_source_date(project / "sources"), full=True, **(retrieval or {}))  # fmt: skip
     settings.validate()
     return run_audit(settings, cache_dir=cache_dir)
 
@@ -141,7 +144,7 @@ def docs_path_of(repo_path: Path, kb: Path) -> str:
 
 
 def audit_project_git(
-    project: str, git_root: Path, depth: str, today: date | None, cache_dir: Path | None, work: Path, retrieval_path: str = "minilm"
+    project: str, git_root: Path, depth: str, today: date | None, cache_dir: Path | None, work: Path, retrieval: dict | None = None
 ):
     """Clone ``<git_root>/<project>.bundle`` bare and audit the raw KB against every tag."""
     clone = work / f"{project}.git"
@@ -153,7 +156,7 @@ def audit_project_git(
     newest = max((t.day for t in tags), default=None)
     spec = f"git:{clone}@tags:{docs_path}"
     log.info("%s: %s (%d tags, docs path %r)", project, spec, len(tags), docs_path)
-    settings = Settings(docs=kb, sources=[spec], depth=depth, today=today or newest, full=True, retrieval_path=retrieval_path)
+    settings = Settings(docs=kb, sources=[spec], depth=depth, today=today or newest, full=True, **(retrieval or {}))
     settings.validate()
     return run_audit(settings, cache_dir=cache_dir)
 
@@ -316,16 +319,18 @@ def run(args: Params) -> dict[str, float]:
     totals = {"stale": 0.0, "stale_hit": 0.0, "supported": 0.0, "false_alarm": 0.0, "flagged": 0.0,
               "uncertain": 0.0, "uncertain_flagged": 0.0, "unmatched": 0.0}  # fmt: skip
     dumps = []
+    # the settings that choose how evidence is retrieved (Settings field names)
+    retrieval = {"retrieval_path": args.retrieval_path, "rerank_candidates": args.rerank_candidates}
     try:
         for project in projects:
             t0 = time.perf_counter()
             if git_root is not None:
                 with tempfile.TemporaryDirectory(prefix="kbaudit-drift-git-") as work:
                     result = audit_project_git(project.name, git_root, args.depth, today, Path(cache_root) / project.name,
-                                               Path(work), args.retrieval_path)  # fmt: skip
+                                               Path(work), retrieval)  # fmt: skip
             else:
                 result = audit_project(project, args.depth, today, Path(cache_root) / project.name,
-                                       kb=raw_kb(project) if raw else None, retrieval_path=args.retrieval_path)  # fmt: skip
+                                       kb=raw_kb(project) if raw else None, retrieval=retrieval)  # fmt: skip
             audit_s = time.perf_counter() - t0
             # scoring only: gold is read after the audit is complete
             gold_rows = _read_gold(project / "gold.jsonl")
