@@ -110,6 +110,29 @@ def test_the_candidate_count_is_a_setting(tmp_path):
     assert scored[50] == len(retriever.passages) and scored[2] < scored[50]
 
 
+def test_candidates_take_at_most_two_passages_of_one_source_version(tmp_path):
+    """The MiniLM's candidates are the first stage's best, but no more than two overlapping
+    windows of one source version while other versions are in the wider top."""
+    from kb.evidence.retrieve import Retriever
+    from kb.evidence.sources import load_sources
+
+    sources, _ = load_sources(DEMO_ROOT / "sources")
+    retriever = Retriever(Embedder(cache_dir=tmp_path), first_stage=StaticEmbedder(), rerank=6)
+    retriever.index(sources)
+    queries = ["Backups are taken every night and kept for 30 days.", "API tokens expire after 90 days."]
+    first = retriever.score_batch(queries)["first"]
+    capped, plain = retriever._candidates(first), Retriever._top(first, 6)
+    assert capped.shape == plain.shape == (2, 6)
+    crowded = 0
+    for row, top in zip(capped, plain):
+        most = max(np.unique(retriever._version_of[row], return_counts=True)[1])
+        assert most <= 2 and row[0] == top[0]  # capped, and the best stays first
+        crowded += max(np.unique(retriever._version_of[top], return_counts=True)[1]) > 2
+    assert crowded  # without the cap some query's top 6 holds three windows of one version
+    retriever.rerank_per_version = None
+    assert (retriever._candidates(first) == plain).all()
+
+
 def _subset(tmp_path: Path, n_claims: int, extra: int, seed: int = 5):
     from kb.bench.retrieval import load_claims
 
