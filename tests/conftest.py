@@ -22,6 +22,25 @@ from kb.config import DEMO_ROOT  # noqa: E402
 # Freshness checks compare against "today"; pin it so results do not drift with the calendar.
 DEMO_TODAY = "2026-06-01"
 
+# The evaluation data (SciFact, VitaminC, FEVER-Lite, the drift sets) is third-party and never part
+# of the repository: tests that need it find it under $KBAUDIT_DATA. A clone without it skips them;
+# CI, which has the data, sets KBAUDIT_REQUIRE_DATA=1 so that a missing file fails instead.
+DATA_ENV = "KBAUDIT_DATA"
+REQUIRE_DATA_ENV = "KBAUDIT_REQUIRE_DATA"
+
+
+def eval_data(*parts: str) -> Path:
+    """The path of an evaluation data file under $KBAUDIT_DATA; skips the test when it is absent."""
+    root = os.environ.get(DATA_ENV)
+    path = Path(root, *parts) if root else None
+    if path is not None and path.exists():
+        return path
+    where = f"{path}" if path is not None else f"${DATA_ENV} is not set"
+    message = f"evaluation data {'/'.join(parts)} not found ({where})"
+    if os.environ.get(REQUIRE_DATA_ENV) == "1":
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
 
 @pytest.fixture(scope="session")
 def prefect_harness():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kb.bench.drift import Params, match_gold, raw_kb, run
+from bench.drift import Params, match_gold, raw_kb, run
 from kb.errors import ConfigError
 from kb.records import Claim
 
@@ -52,7 +52,7 @@ def test_bad_options_are_usage_errors(tmp_path):
 
 
 def test_a_gold_line_is_found_again_in_a_raw_page_whose_lines_are_shifted():
-    from kb.bench.drift import gold_line
+    from bench.drift import gold_line
 
     gold = {"doc": "p.md", "line": 4, "old_text": "Workers restart after 500 requests by default."}
     cleaned = ["# Workers", "", "Intro.", "Workers restart after 500 requests by default."]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from kb.bench import labels
+from bench import labels
 
 
 def _write(path, rows):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kb.bench.claims import evaluate, load_expected, predict, throughput
+from bench.claims import evaluate, load_expected, predict, throughput
 from kb.claims.split import ClaimSettings, split_claims
 from kb.claims.text import sentence_spans
 from kb.ingest.parse import parse_document

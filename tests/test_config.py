@@ -7,7 +7,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from flows.options import params_arguments, params_from
+from cli.options import params_arguments, params_from
 from kb.config import ConfigError, load_settings
 from kb.errors import UsageError
 
@@ -103,8 +103,8 @@ def test_settings_survive_the_json_a_deployment_passes(tmp_path: Path):
 
 
 def test_every_run_flag_is_a_setting_and_reaches_it(tmp_path: Path, monkeypatch):
-    from flows.cli import build_parser
-    from flows.options import flag_values
+    from cli.main import build_parser
+    from cli.options import flag_values
     from kb.config import Settings
 
     args = build_parser().parse_args(["run", "--depth", "D2", "--full", "--fail-on", "stale,uncertain", "--dask-workers", "3"])
@@ -187,8 +187,8 @@ def test_params_value_the_model_refuses_is_a_usage_error_naming_the_flag():
 
 
 def test_bench_flags_build_each_bench_s_typed_parameters(capsys):
-    from flows.cli import BENCHES, build_parser
-    from kb.bench import deep, gitload, retrieval, speed
+    from bench import deep, gitload, retrieval, speed
+    from cli.main import BENCHES, build_parser
 
     parser = build_parser()
     args = parser.parse_args(["bench", "deep", "--mode", "factored", "--threshold", "0.7", "--limit", "5", "--no-demo"])

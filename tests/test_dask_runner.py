@@ -54,7 +54,7 @@ def test_scheduler_addresses_map_to_a_dask_runner():
 
 
 def test_missing_prefect_dask_is_a_clear_usage_error(tmp_path: Path, monkeypatch, capsys):
-    from flows import cli
+    from cli import main as cli
 
     monkeypatch.setattr(cli, "prepare_environment", lambda: None)  # leave os.environ to the other tests
     with pytest.raises(SystemExit):

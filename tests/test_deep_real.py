@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from kb.bench.labels import _claim, _evidence, read_jsonl, reportable
-from kb.bench.llamaserver import available
+from bench.labels import _claim, _evidence, read_jsonl, reportable
+from bench.llamaserver import available
+from tests.conftest import eval_data
 
 pytestmark = [pytest.mark.llm, pytest.mark.skipif(available() is not None, reason=f"llm-test extra missing: {available()}")]
 
@@ -25,12 +26,7 @@ TODAY = date(2026, 6, 1)
 
 
 def _fever_path() -> Path:
-    """FEVER-Lite in the shared data folder beside the checkout (or a folder above it)."""
-    for up in Path(__file__).resolve().parents[1:]:
-        p = up / "shared" / "data" / "fever" / "feverlite_dev.jsonl"
-        if p.exists():
-            return p
-    pytest.skip("FEVER-Lite (shared/data/fever/feverlite_dev.jsonl) not found beside the checkout")
+    return eval_data("fever", "feverlite_dev.jsonl")
 
 
 def _validation_rows(n: int) -> list[dict]:
@@ -40,7 +36,7 @@ def _validation_rows(n: int) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def server():
-    from kb.bench.llamaserver import LocalServer
+    from bench.llamaserver import LocalServer
 
     with LocalServer(n_ctx=2048) as s:
         yield s
@@ -57,7 +53,7 @@ def client(server):
 def test_bench_deep_completes_against_the_bundled_server(tmp_path, capsys):
     """`kbaudit bench deep` with no --base-url: starts the bundled server itself, runs D1 and D3
     on one validation claim (escalated), writes the figures, stops the server."""
-    from flows.cli import main
+    from cli.main import main
 
     claims = tmp_path / "claims.jsonl"
     claims.write_text("".join(json.dumps(r) + "\n" for r in _validation_rows(1)), "utf-8")

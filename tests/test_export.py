@@ -67,7 +67,7 @@ def demo(prefect_harness, tmp_path_factory):
 
 @pytest.mark.slow
 def test_export_of_the_demo_runs_validates_against_the_schemas(demo, tmp_path: Path, capsys):
-    from flows.cli import main
+    from cli.main import main
 
     second, first = demo["second"], demo["first"]
     dest = tmp_path / "latest"

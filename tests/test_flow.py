@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from kb.bench.demo import load_expected, score
+from bench.demo import load_expected, score
 from kb.config import Settings
 from kb.records import LABELS
 from tests.conftest import DEMO_TODAY
@@ -106,7 +106,7 @@ def test_sigkill_mid_run_then_rerun_matches_an_uninterrupted_run(demo_runs, tmp_
 
     out = tmp_path / "store"
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "flows.cli", "run", str(docs_root), "--sources", sources, "--out", str(out), "--today", DEMO_TODAY]
+    command = [sys.executable, "-m", "cli.main", "run", str(docs_root), "--sources", sources, "--out", str(out), "--today", DEMO_TODAY]
     log_path = tmp_path / "killed.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -136,7 +136,7 @@ def test_check_receipts_flags_an_evidence_row_altered_after_the_run(demo_runs, t
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from flows.cli import main
+    from cli.main import main
 
     out, _, second = demo_runs
     copy = tmp_path / "store"
@@ -156,7 +156,7 @@ def test_every_readme_query_runs_as_written(demo_runs):
     """README's `kbaudit sql "..."` examples run against a demo store and return rows."""
     import re
 
-    from flows.cli import main
+    from cli.main import main
 
     out, _, _ = demo_runs
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import main as cli
-from kb.bench.demo import load_expected
+from bench.demo import load_expected
+from cli.main import main as cli
 from kb.store import Store
 from tests.test_pr_mode import audit_args, git, make_demo_repo, run_json, sql
 

@@ -205,7 +205,7 @@ def test_run_audits_a_kb_from_git_and_refuses_apply(product, tmp_path):
     """kbaudit run git:REPO@REV:PATH against the newest release: the old timeout is stale."""
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     kb = f"git:{product}@v1.0.0:docs"
-    cmd = [sys.executable, "-m", "flows.cli", "run", kb, "--sources", f"git:{product}@tags:docs",
+    cmd = [sys.executable, "-m", "cli.main", "run", kb, "--sources", f"git:{product}@tags:docs",
            "--out", str(tmp_path / "store"), "--depth", "D0", "--today", "2025-01-01", "--json"]  # fmt: skip
     refused = subprocess.run([*cmd, "--apply"], env=env, capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2

@@ -625,7 +625,7 @@ def test_a_grounded_reply_that_contradicts_itself_is_a_disagreement(serve):
 def test_bench_deep_against_a_scripted_always_clean_model(serve, tmp_path):
     """`kbaudit bench deep --base-url`: a model that answers verified-clean, quoting a real
     passage, whatever the claim: the gates keep D3 from lowering accuracy, and the figures add up."""
-    from flows.cli import main
+    from cli.main import main
 
     s = serve(lambda body, h, n: (200, CLEAN, None, 0))
     records = [

@@ -16,10 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kb.training import splits, synth
 from kb.verify.model import ARTIFACT, MANIFEST, RELATIONS, WEIGHTS_DIR, ModelJudge
-
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from tests.conftest import eval_data
+from training import splits, synth
 
 
 @pytest.fixture(scope="module")
@@ -193,15 +192,14 @@ def test_splits_deterministic_and_rates():
 
 
 def test_vitaminc_split_is_page_disjoint():
-    path = DATA / "vitaminc" / "vitaminc_real_dev.jsonl"
-    assert path.exists(), f"evaluation data expected at {DATA}"
+    path = eval_data("vitaminc", "vitaminc_real_dev.jsonl")
     val_pages, train_pages = set(), set()
     for line in path.open(encoding="utf-8"):
         r = json.loads(line)
         (val_pages if splits.is_validation("vitaminc", r) else train_pages).add(r["page"])
     assert val_pages and train_pages and not (val_pages & train_pages)
     assert splits.trained_on(path) == "vitaminc"
-    assert splits.trained_on(DATA / "scifact" / "claims_dev.jsonl") is None
+    assert splits.trained_on(eval_data("scifact", "claims_dev.jsonl")) is None
 
 
 def test_file_fingerprint(tmp_path):

@@ -232,7 +232,7 @@ def test_json_payload_and_bad_environment(runs, hook, capsys):
     assert bad["status"] == "failed" and "KBAUDIT_NOTIFY_FORMAT must be one of slack, json" in bad["error"]
     assert notify_run(store, runs["second"], {}) is None  # not configured: nothing sent, nothing recorded
 
-    from flows.cli import main
+    from cli.main import main
 
     capsys.readouterr()
     assert main(["report", "--out", str(runs["out"]), "--run", runs["second"]]) == 0

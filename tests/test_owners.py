@@ -80,7 +80,7 @@ def kb(prefect_harness, tmp_path_factory):
 
 
 def _cli(capsys, *argv) -> tuple[int, str, str]:
-    from flows.cli import main
+    from cli.main import main
 
     capsys.readouterr()
     code = main(list(argv))

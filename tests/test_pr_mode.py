@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flows.cli import main as cli
+from cli.main import main as cli
 from kb.config import DEMO_ROOT
 from kb.store import Store
 from tests.conftest import DEMO_TODAY

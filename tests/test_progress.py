@@ -219,7 +219,7 @@ def test_ctrl_c_during_a_stage_leaves_the_store_as_it_was(prefect_harness, tmp_p
     log = tmp_path / "run.log"
     with log.open("wb") as handle:
         process = subprocess.Popen(
-            [sys.executable, "-m", "flows.cli", "run", str(docs), "--sources", str(DEMO_ROOT / "sources"), "--out", str(out), "--depth", "D1"],
+            [sys.executable, "-m", "cli.main", "run", str(docs), "--sources", str(DEMO_ROOT / "sources"), "--out", str(out), "--depth", "D1"],
             stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
         )  # fmt: skip
     marker = f"kbaudit: {stage}: 0/"

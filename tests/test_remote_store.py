@@ -97,7 +97,7 @@ def test_memory_url_second_run_on_a_fresh_mirror_pulls_and_is_incremental(seeded
 @pytest.mark.slow
 def test_review_decision_through_a_url_is_pushed(seeded, tmp_path, monkeypatch):
     """`kbaudit review approve --out URL` pulls into its mirror, records, and pushes the decision."""
-    from flows.cli import main
+    from cli.main import main
 
     _, seed_mirror, _, pristine = seeded
     url = _clone(pristine)
@@ -180,8 +180,8 @@ def s3_endpoint(monkeypatch):
 def test_s3_run_then_sql_on_a_fresh_mirror(prefect_harness, small_docs, s3_endpoint, tmp_path, monkeypatch, capsys):
     import s3fs
 
+    from cli.main import main
     from flows.audit import audit
-    from flows.cli import main
 
     s3 = s3fs.S3FileSystem(skip_instance_cache=True)
     s3.mkdir("kbaudit-bucket")

@@ -192,7 +192,7 @@ def test_highlight_and_word_diff_escape_their_parts():
 
 
 def test_report_of_an_unknown_run_is_a_usage_error(two_runs, capsys):
-    from flows.cli import main
+    from cli.main import main
 
     store, _, _ = two_runs
     assert main(["report", "--out", str(store.root), "--run", "nope"]) == 2
@@ -274,7 +274,7 @@ def test_changes_between_the_demo_runs(demo):
 
 @pytest.mark.slow
 def test_report_cli_text_and_json(demo, capsys):
-    from flows.cli import main
+    from cli.main import main
 
     out = str(demo["out"])
     assert main(["report", "--out", out]) == 0
@@ -289,7 +289,7 @@ def test_report_cli_text_and_json(demo, capsys):
 @pytest.mark.slow
 def test_documented_queries_run_as_written(demo, capsys):
     """Every `kbaudit sql "..."` in docs/reports.md runs against the demo store."""
-    from flows.cli import main
+    from cli.main import main
 
     commands = re.findall(r"^kbaudit sql (\".*\")$", DOCS.read_text("utf-8"), flags=re.M)
     assert len(commands) >= 6
@@ -302,7 +302,7 @@ def test_documented_queries_run_as_written(demo, capsys):
 @pytest.mark.slow
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent: apt-get install -y chromium chromium-driver")
 def test_html_report_renders_in_headless_chromium(demo, tmp_path):
-    from flows.cli import main
+    from cli.main import main
 
     html_file = tmp_path / "report.html"
     assert main(["report", "--out", str(demo["out"]), "--html", str(html_file)]) == 0

@@ -21,7 +21,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from flows.cli import main as cli
+from cli.main import main as cli
 from kb.config import ConfigError
 from kb.correct import review
 from kb.correct.draft import draft_edits

@@ -62,7 +62,7 @@ def _serve(out: Path, *extra: str, env: dict | None = None) -> tuple[subprocess.
     log = Path(tempfile.mkstemp(prefix="kbaudit-review-serve-", suffix=".log")[1])
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "flows.cli", "review", "serve", "--out", str(out), "--port", str(port), *extra],
+            [sys.executable, "-m", "cli.main", "review", "serve", "--out", str(out), "--port", str(port), *extra],
             cwd=ROOT,
             stdout=fh,
             stderr=subprocess.STDOUT,
@@ -489,7 +489,7 @@ def test_a_server_off_loopback_needs_a_token(demo):
     docs, out = demo
     env = {k: v for k, v in os.environ.items() if k != "KBAUDIT_REVIEW_TOKEN"}
     proc = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "review", "serve", "--out", str(out), "--host", "0.0.0.0", "--port", str(_free_port())],
+        [sys.executable, "-m", "cli.main", "review", "serve", "--out", str(out), "--host", "0.0.0.0", "--port", str(_free_port())],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flows.serve import LocalServer
+from cli.serve import LocalServer
 from tests.conftest import DEMO_TODAY
 
 pytestmark = pytest.mark.slow

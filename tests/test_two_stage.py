@@ -14,9 +14,12 @@ import pytest
 from kb.config import DEMO_ROOT, Settings, load_settings
 from kb.errors import ConfigError
 from kb.evidence.embed import STATIC_DIR, Embedder, StaticEmbedder, artefact_id, first_stage_for, first_stage_id
+from tests.conftest import eval_data
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"  # ../shared beside the checkout
-needs_scifact = pytest.mark.skipif(not (SCIFACT / "corpus.jsonl").is_file(), reason="SciFact data not present")
+
+@pytest.fixture
+def scifact() -> Path:
+    return eval_data("scifact")
 
 
 def test_shipped_static_model():
@@ -133,12 +136,12 @@ def test_candidates_take_at_most_two_passages_of_one_source_version(tmp_path):
     assert (retriever._candidates(first) == plain).all()
 
 
-def _subset(tmp_path: Path, n_claims: int, extra: int, seed: int = 5):
-    from kb.bench.retrieval import load_claims
+def _subset(scifact: Path, tmp_path: Path, n_claims: int, extra: int, seed: int = 5):
+    from bench.retrieval import load_claims
 
-    items = load_claims(SCIFACT / "claims_dev.jsonl", n_claims)
+    items = load_claims(scifact / "claims_dev.jsonl", n_claims)
     gold = set().union(*(g for _, _, g in items))
-    lines = (SCIFACT / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (scifact / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     keep = [line for line in lines if str(json.loads(line)["doc_id"]) in gold]
     others = [line for line in lines if str(json.loads(line)["doc_id"]) not in gold]
     keep += random.Random(seed).sample(others, extra)
@@ -147,19 +150,18 @@ def _subset(tmp_path: Path, n_claims: int, extra: int, seed: int = 5):
     return items, corpus
 
 
-@needs_scifact
-def test_two_stage_recall_on_scifact_subset(tmp_path):
+def test_two_stage_recall_on_scifact_subset(scifact, tmp_path):
     """SciFact dev claims against their gold abstracts among random others: the two-stage hybrid
     reaches the recall floor the MiniLM-only hybrid reaches, with the MiniLM embedding only a
     part of the passages."""
-    from kb.bench.retrieval import _quality
+    from bench.retrieval import _quality
     from kb.evidence.retrieve import Retriever
     from kb.evidence.sources import load_sources
     from kb.records import Claim
 
     # 300 other abstracts (about 1,400 passages): with 50 candidates per claim the 25 claims'
     # candidates must still leave a part of the corpus to the static model alone.
-    items, corpus = _subset(tmp_path, 25, 300)
+    items, corpus = _subset(scifact, tmp_path, 25, 300)
     sources, _ = load_sources(corpus)
     queries = [t for _, t, _ in items]
     gold = [g for _, _, g in items]
@@ -186,13 +188,12 @@ def test_two_stage_recall_on_scifact_subset(tmp_path):
     assert top_same >= 0.7 * len(claims), top_same
 
 
-@needs_scifact
-def test_bench_retrieval_compares_both_paths(tmp_path, capsys):
-    from flows.cli import main
+def test_bench_retrieval_compares_both_paths(scifact, tmp_path, capsys):
+    from cli.main import main
 
-    items, corpus = _subset(tmp_path, 6, 20, seed=9)
+    items, corpus = _subset(scifact, tmp_path, 6, 20, seed=9)
     out = tmp_path / "m.json"
-    code = main(["bench", "retrieval", "--claims", str(SCIFACT / "claims_dev.jsonl"), "--corpus", str(corpus),
+    code = main(["bench", "retrieval", "--claims", str(scifact / "claims_dev.jsonl"), "--corpus", str(corpus),
                  "--limit", "6", "--floor-sample", "0.5", "--json", str(out)])  # fmt: skip
     assert code == 0
     m = json.loads(out.read_text())
@@ -205,7 +206,7 @@ def test_bench_retrieval_compares_both_paths(tmp_path, capsys):
     assert "target  hybrid recall@10 >= 0.95 (static+minilm)" in printed
     # fewer candidates: the MiniLM scores fewer passages (the MiniLM-only path is not run)
     fewer = tmp_path / "fewer.json"
-    code = main(["bench", "retrieval", "--claims", str(SCIFACT / "claims_dev.jsonl"), "--corpus", str(corpus), "--limit", "6",
+    code = main(["bench", "retrieval", "--claims", str(scifact / "claims_dev.jsonl"), "--corpus", str(corpus), "--limit", "6",
                  "--floor-sample", "0.5", "--paths", "static+minilm", "--rerank-candidates", "2", "--json", str(fewer)])  # fmt: skip
     assert code == 0
     few = json.loads(fewer.read_text())
@@ -213,7 +214,7 @@ def test_bench_retrieval_compares_both_paths(tmp_path, capsys):
 
 
 def test_build_embedder_usage_error(tmp_path, capsys):
-    from flows.cli import main
+    from cli.main import main
 
     assert main(["build-embedder", "--source", str(tmp_path / "nope"), "--out", str(tmp_path / "m")]) == 2
     assert "--source is not a folder" in capsys.readouterr().err

@@ -146,7 +146,7 @@ def test_verify_reports_exactly_the_wrong_number_and_the_unsupported_tool_claim(
 
 @pytest.mark.slow
 def test_verify_cli_prints_the_problems_and_gates_on_fail_on(case, capsys):
-    from flows.cli import main
+    from cli.main import main
 
     args = [
         "verify",

@@ -5,7 +5,7 @@ in the working folder (else `[tool.kbaudit]` in `pyproject.toml`), `KBAUDIT_*` e
 variables, command-line flags. The types are the fields' type hints (pydantic validates and
 converts every value, whatever its origin); the environment names follow from the field names
 (`ENV_NAMES` lists the few older names that are kept); the `kbaudit run` flags are generated from
-the fields that carry a `flag` (flows/cli.py). Secrets (the LLM API key) are read from the
+the fields that carry a `flag` (cli/main.py). Secrets (the LLM API key) are read from the
 environment only and never serialised.
 
 ```toml
@@ -233,7 +233,7 @@ class CorrectionSettings(Section):
 
 # ---- the settings object ------------------------------------------------------------------------
 def _flag(help_text: str, flag: str | None = None, **extra: Any) -> dict:
-    """Field metadata for a setting that `kbaudit run` takes as a flag (flows/cli.py adds it)."""
+    """Field metadata for a setting that `kbaudit run` takes as a flag (cli/main.py adds it)."""
     return {"description": help_text, "json_schema_extra": {"flag": flag or "", **extra}}
 
 

@@ -133,7 +133,7 @@ class Verifier:
         th = dict(DEFAULT_VERIFIER_THRESHOLDS)
         th.update(self.settings.thresholds or {})
         self.thresholds = th
-        # a ModelJudge once loaded, or a stand-in with its judge() (kb.bench.labels.CachedModel)
+        # a ModelJudge once loaded, or a stand-in with its judge() (bench.labels.CachedModel)
         self._model: Any = None
         self.model_error: str | None = None
         self.tier_counts: dict[str, int] = {}

@@ -165,7 +165,7 @@ def assert_consistent(out: Path, runs: int, clean: bool = True) -> None:
 # ---- the command line ------------------------------------------------------------------------
 def cli(*args: str, capsys) -> tuple[int, str, str]:
     """`kbaudit ARGS` in this process (the read-only commands are cheap to call here)."""
-    from flows.cli import main
+    from cli.main import main
 
     code = main(list(args))
     captured = capsys.readouterr()

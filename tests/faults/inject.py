@@ -67,6 +67,6 @@ def _install(fault: str) -> None:
 
 if __name__ == "__main__":
     _install(os.environ.get("KBAUDIT_FAULT", ""))
-    from flows.cli import main
+    from cli.main import main
 
     sys.exit(main(sys.argv[1:]))

@@ -85,7 +85,7 @@ def deep_run(base_store, tmp_path_factory):
     logging.getLogger().setLevel(logging.DEBUG)
     logging.getLogger("kbaudit").setLevel(logging.DEBUG)
     try:
-        from flows.cli import main
+        from cli.main import main
 
         stdout, stderr = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):

@@ -6,7 +6,7 @@ Three systems are measured in one run on the same inputs:
 
 - the full verifier (rules + the shipped model, ``Verifier(VerifierSettings())``): no prefix;
 - rules only (depth D0): prefix ``rules_``;
-- the lexical-overlap baseline (:mod:`kb.bench.lexical`): prefix ``lexical_``.
+- the lexical-overlap baseline (:mod:`bench.lexical`): prefix ``lexical_``.
 
 The full and rules-only systems label through ``Verifier.label`` (the revision contrast between
 dated versions, then the policy, as a run does); the lexical baseline through the same policy
@@ -38,7 +38,7 @@ Metrics:
   verifier had its model.
 
 A file the shipped verifier was trained on (its sha256 is in ``kb/verify/weights/manifest.json``)
-counts only with its validation part (``kb/training/splits.py``); any other file of the same
+counts only with its validation part (``training/splits.py``); any other file of the same
 format counts whole.
 """
 
@@ -57,14 +57,14 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from kb.bench.lexical import judge_lexical
+from bench.lexical import judge_lexical
 from kb.evidence.embed import Embedder
 from kb.evidence.retrieve import Retriever
 from kb.evidence.sources import load_sources
 from kb.records import Claim, Evidence, Judgement, Verdict
-from kb.training import splits
 from kb.verify import Verifier, VerifierSettings
 from kb.verify.policy import decide
+from training import splits
 
 log = logging.getLogger("kbaudit.bench.labels")
 TODAY = date(2026, 1, 1)

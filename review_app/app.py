@@ -84,7 +84,7 @@ class ReviewApp:
         self.verifying = threading.Lock()  # one verification at a time: the model is shared
         self._receipts: dict[str, list[str]] = {}
         self.templates = Environment(
-            loader=PackageLoader("flows.review_app", "templates"), autoescape=select_autoescape(default=True, default_for_string=True)
+            loader=PackageLoader("review_app", "templates"), autoescape=select_autoescape(default=True, default_for_string=True)
         )
 
     # ---- store access ----------------------------------------------------------------------

@@ -26,7 +26,7 @@ from kb.claims.split import split_claims
 from kb.claims.text import sentence_spans
 from kb.ingest.parse import parse_document
 
-FIXTURE_DIR = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "claims"
+FIXTURE_DIR = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "claims"
 
 _WS = re.compile(r"\s+")
 

@@ -15,33 +15,33 @@ import sys
 import threading
 from pathlib import Path
 
-from flows.env import QUIET_LOGGERS, prepare_environment
-from flows.options import flag_values, params_arguments, params_from, settings_flags
-from flows.output import add_format_arguments, chosen_format, dumps_json, format_summary, print_json, render_findings, write_output
+from cli.env import QUIET_LOGGERS, prepare_environment
+from cli.options import flag_values, params_arguments, params_from, settings_flags
+from cli.output import add_format_arguments, chosen_format, dumps_json, format_summary, print_json, render_findings, write_output
 from kb import progress
 from kb.config import load_settings
 from kb.errors import ConfigError, KbauditError, StoreError, UsageError
 from kb.evidence.embed import STATIC_DIR, build_static_embedder
 from kb.ingest.git import open_kb_repo
 from kb.store import Store
-from kb.training import train
+from training import train
 
 # Progress of the long stages on stderr (one listener however often main() runs in a process).
 CONSOLE = progress.Console()
 
 # Command groups that live in their own modules; each has `register(subparsers)`.
-COMMAND_MODULES: tuple[str, ...] = ("flows.report_cli", "flows.review_cli", "flows.serve")
+COMMAND_MODULES: tuple[str, ...] = ("cli.report", "cli.review", "cli.serve")
 
 BENCHES = {
-    "demo": "kb.bench.demo",
-    "claims": "kb.bench.claims",
-    "retrieval": "kb.bench.retrieval",
-    "labels": "kb.bench.labels",
-    "drift": "kb.bench.drift",
-    "speed": "kb.bench.speed",
-    "deep": "kb.bench.deep",
-    "pr": "kb.bench.pr",
-    "git": "kb.bench.gitload",
+    "demo": "bench.demo",
+    "claims": "bench.claims",
+    "retrieval": "bench.retrieval",
+    "labels": "bench.labels",
+    "drift": "bench.drift",
+    "speed": "bench.speed",
+    "deep": "bench.deep",
+    "pr": "bench.pr",
+    "git": "bench.gitload",
 }
 
 
@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = sub.add_parser("train-verifier", help="train the offline verifier model")
     try:
-        params_arguments(train, importlib.import_module("kb.training.train").Params)
+        params_arguments(train, importlib.import_module("training.train").Params)
     except ImportError:
         pass
     train.set_defaults(func=cmd_train)

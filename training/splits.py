@@ -9,7 +9,7 @@ The rule (also written into the training manifest, ``kb/verify/weights/manifest.
 
 ``bucket(key) = int(sha256("kbaudit-split-v1|" + dataset + "|" + key)[:8], 16) % 100``.
 Roughly 15% of each set is validation. Everything else may be trained on; SciFact
-``claims_dev.jsonl`` is never trained on (see ``kb/training/train.py``).
+``claims_dev.jsonl`` is never trained on (see ``training/train.py``).
 
 A bench asks :func:`trained_on` (or compares :func:`file_fingerprint` with the manifest) to know
 whether a file it reports on was trained on: if so only its validation part counts, otherwise
@@ -22,10 +22,13 @@ import hashlib
 import json
 from pathlib import Path
 
+from kb.verify.model import MANIFEST as MANIFEST_NAME
+from kb.verify.model import WEIGHTS_DIR
+
 SPLIT_VERSION = "kbaudit-split-v1"
 VALIDATION_PERCENT = 15
 DATASETS = ("vitaminc", "fever", "scifact_train")
-MANIFEST = Path(__file__).resolve().parents[1] / "verify" / "weights" / "manifest.json"
+MANIFEST = WEIGHTS_DIR / MANIFEST_NAME
 
 SPLIT_RULE = (
     f"validation iff int(sha256('{SPLIT_VERSION}|<dataset>|<key>')[:8], 16) % 100 < "

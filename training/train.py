@@ -1,11 +1,11 @@
-"""Train the offline verifier: ``kbaudit train-verifier --data ../shared/data``.
+"""Train the offline verifier: ``kbaudit train-verifier --data DIR`` (DIR: the evaluation data folder).
 
 Data (see docs/verifier-model.md):
 
 * real pairs: VitaminC real dev and FEVER-Lite dev, minus their validation parts
-  (``kb/training/splits.py``; VitaminC page-disjoint). SciFact train only with ``--scifact``
+  (``training/splits.py``; VitaminC page-disjoint). SciFact train only with ``--scifact``
   (its licence, CC BY-NC, says evaluation only). SciFact dev is never read.
-* synthetic pairs (``kb/training/synth.py``) built afresh each epoch from the training-side
+* synthetic pairs (``training/synth.py``) built afresh each epoch from the training-side
   sentences of VitaminC/FEVER and from the prose of the installed Python packages' own
   documentation (``*.dist-info/METADATA``: technical text with versions, flags and defaults).
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 import glob
 import json
 import math
+import os
 import random
 import sysconfig
 import time
@@ -31,7 +32,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from kb.training import splits, synth
+from kb.errors import ConfigError
 from kb.verify.model import (
     RELATIONS,
     WEIGHTS_DIR,
@@ -41,6 +42,7 @@ from kb.verify.model import (
     new_base_classifier,
     save_artifact,
 )
+from training import splits, synth
 
 LABEL_MAP = {
     "SUPPORTS": 0,
@@ -273,7 +275,10 @@ class Params(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    data: str = Field("../shared/data", description="folder with vitaminc/, fever/, scifact/")
+    data: str = Field(
+        default_factory=lambda: os.environ.get("KBAUDIT_DATA", ""),
+        description="folder with vitaminc/, fever/, scifact/ (default: $KBAUDIT_DATA)",
+    )
     out: str = Field(str(WEIGHTS_DIR), description="where verifier.safetensors + manifest.json go")
     minutes: float = Field(60.0, description="wall-clock budget, everything included")
     steps: int = Field(0, description="fixed number of optimiser steps (overrides the budget)")
@@ -302,6 +307,8 @@ def run(args: Params) -> dict[str, float]:
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
+    if not args.data:
+        raise ConfigError("train-verifier: pass --data (the folder with vitaminc/, fever/, scifact/) or set KBAUDIT_DATA")
     data = Path(args.data)
 
     files = []

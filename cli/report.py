@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from flows.output import add_format_arguments, chosen_format, dumps_json, format_summary, print_json, render_findings, write_output
+from cli.output import add_format_arguments, chosen_format, dumps_json, format_summary, print_json, render_findings, write_output
 from kb.config import ConfigError
 from kb.evidence.receipts import verify_stored_evidence
 from kb.records import LABELS

@@ -1,5 +1,5 @@
 """`kbaudit review list|show|approve|reject|import|apply|serve`: the human review queue
-(kb.correct.review); `serve` is the same queue in the browser (flows.review_app)."""
+(kb.correct.review); `serve` is the same queue in the browser (review_app)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from flows.output import print_json
-from flows.report_cli import OUT_HELP, with_pd_options
+from cli.output import print_json
+from cli.report import OUT_HELP, with_pd_options
 from kb.config import ConfigError
 from kb.correct import git as gitfix
 from kb.correct import review
@@ -182,7 +182,7 @@ def cmd_apply(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from flows.review_app import serve  # why: the web app's imports (~2 s) only for `review serve`
+    from review_app import serve  # why: the web app's imports (~2 s) only for `review serve`
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be 0..65535, got {args.port}")

@@ -1,6 +1,6 @@
 """Documentation drift: stale recall and false alarms on real releases (docsdrift).
 
-``kbaudit bench drift --data ../shared/data/docsdrift [--data ../shared/data/docsdrift-more]
+``kbaudit bench drift --data DATA/docsdrift [--data DATA/docsdrift-more]
 [--raw] [--today pinned|real|YYYY-MM-DD] [--depth D1] [--json OUT]``
 
 For each project folder under every ``--data`` (``traefik``, ``black``, ``fastapi``...), the

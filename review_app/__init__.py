@@ -6,6 +6,6 @@ build step), served by uvicorn. Everything it reads and writes goes through the 
 append-only `review_decisions` rows, with origin `web`.
 """
 
-from flows.review_app.app import create_app, is_loopback, serve
+from review_app.app import create_app, is_loopback, serve
 
 __all__ = ["create_app", "is_loopback", "serve"]

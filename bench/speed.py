@@ -30,6 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from bench import data_path
 from kb.chain import AuditResult, audit_and_commit
 from kb.config import ConfigError, Settings
 from kb.evidence.embed import Embedder
@@ -41,14 +42,16 @@ SENTENCES_PER_PAGE = 10
 # The paths compared: the default (static first stage, the MiniLM in ONNX Runtime on the
 # candidates) and the MiniLM-only path as it was before either (torch on every passage).
 PATHS = {"static+minilm": ("static+minilm", "onnx"), "minilm": ("minilm", "torch")}  # retrieval path, embed backend
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "scifact" / "corpus.jsonl"
 
 
 class Params(BaseModel):
     """`kbaudit bench speed` parameters."""
 
     claims: int = Field(default=2000, description="claims in the synthetic KB (default 2000)")
-    corpus: str = Field(default=str(DEFAULT_CORPUS), description="SciFact corpus.jsonl (the sources)")
+    corpus: str = Field(
+        default_factory=lambda: data_path("scifact", "corpus.jsonl"),
+        description="SciFact corpus.jsonl, the sources (default: $KBAUDIT_DATA/scifact/corpus.jsonl)",
+    )
     depth: str = Field(default="D1", description="verification depth (default D1)")
     workdir: str | None = Field(default=None, description="keep the KB and store here (default: a temporary folder)")
     seed: int = 13
@@ -169,6 +172,8 @@ def _minilm_encodings(store_dir: Path) -> int:
 def run(params: Params) -> dict[str, float]:
     import datetime as dt
 
+    if not params.corpus:
+        raise ConfigError("bench speed: pass --corpus (SciFact corpus.jsonl) or set KBAUDIT_DATA to the evaluation data folder")
     corpus = Path(params.corpus)
     if not corpus.is_file():
         raise ConfigError(f"SciFact corpus not found: {corpus} (pass --corpus)")

@@ -4,7 +4,7 @@
 [--limit 200] [--no-demo] [--json OUT]``
 
 With no ``--base-url`` it starts the bundled llama.cpp server (Gemma 3 270M, the ``llm-test``
-extra; :mod:`kb.bench.llamaserver`) on a free loopback port and stops it at the end.
+extra; :mod:`bench.llamaserver`) on a free loopback port and stops it at the end.
 
 One run, the same inputs through both depths:
 
@@ -17,7 +17,7 @@ the wider D2 retrieval, so ``demo_d2_accuracy``, D3 before escalation, is report
 first ``--limit`` validation pairs of FEVER-Lite (2-way: supported or not) and of VitaminC (3-way),
 and ``--claims FILE`` (JSONL ``{"claim", "evidence": text or [texts], "label"}``, labels as in
 VitaminC or kbaudit's own; all of it counts). A file the shipped verifier was trained on counts
-only with its validation part (:func:`kb.bench.labels.reportable`): training parts are never used.
+only with its validation part (:func:`bench.labels.reportable`): training parts are never used.
 
 Figures (``--json``: one flat object of name -> number): ``d1_accuracy``, ``d3_accuracy`` (over
 every item of every set), per set ``<set>_d1_accuracy``, ``<set>_d3_accuracy`` and per gold label
@@ -44,9 +44,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from kb.bench.demo import load_expected, sentence_labels
-from kb.bench.labels import TODAY, VITC, _claim, _evidence, read_jsonl, reportable, verify_with
-from kb.bench.llamaserver import LocalServer, ServerError, available
+from bench.demo import load_expected, sentence_labels
+from bench.labels import TODAY, VITC, _claim, _evidence, read_jsonl, reportable, verify_with
+from bench.llamaserver import LocalServer, ServerError, available
 from kb.chain import ingest_stage, retrieve_stage, run_audit, sources_stage, split_stage, verify_stage
 from kb.config import ConfigError, CoveSettings, RouteSettings, Settings
 from kb.escalate.llm import LLMClient

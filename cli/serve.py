@@ -15,7 +15,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from flows.options import flag_values, settings_flags
+from cli.options import flag_values, settings_flags
 from kb.config import load_settings
 from kb.config.gitspec import is_git_spec
 
