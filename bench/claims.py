@@ -1,6 +1,6 @@
 """``kbaudit bench claims``: claim-splitting throughput and accuracy on the labelled fixture.
 
-Metrics (one flat dict, see DESIGN.md "Benchmark commands"):
+Metrics (one flat dict, as every bench writes with ``--json``):
 
 - ``sentences_per_s``: sentences split per second by ``split_claims`` over a synthetic corpus
   (parsing excluded; the count is the number of sentences ``sentence_spans`` finds).

@@ -119,8 +119,7 @@ def _interrupt(signum, frame) -> None:
 def _stop_like_sigterm(signum, frame) -> None:
     """Ctrl-C takes the runner's SIGTERM path (cancel runs in flight, stop polling, return).
     Left to asyncio's own SIGINT handling, Prefect's serve loop could swallow the cancellation
-    and keep polling: `kbaudit serve` then never exited (seen on this machine, and in a test
-    that waited 180 s for it)."""
+    and keep polling: `kbaudit serve` then never exited (a test waited 180 s for it)."""
     # the runner's graceful shutdown (a second Ctrl-C exits), or before the runner has started,
     # the _interrupt that cmd_serve installed: a SIGTERM handler is always there to call
     handler = signal.getsignal(signal.SIGTERM)

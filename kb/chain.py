@@ -96,7 +96,7 @@ class _FewerCollections(contextlib.ContextDecorator):
 
 fewer_collections = _FewerCollections()
 
-# D2 and deeper widen retrieval (DESIGN.md, "Routing by depth").
+# D2 and deeper widen retrieval (docs/deep-verifier.md, "Routing by depth").
 TOP_K_BY_DEPTH = {"D0": 1, "D1": 1, "D2": 10, "D3": 10, "D4": 10, "D5": 10}
 
 

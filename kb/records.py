@@ -216,7 +216,7 @@ class Evidence:
     counterpart_of: str = ""
     section: str = ""  # heading path above the evidence sentence, " > " joined
     source_rev: str | None = None  # the git rev of the source version (None: not from git)
-    source_kind: str | None = None  # None: a page; "changelog" or "spec" (kb/changelog.py, kb/specs.py)
+    source_kind: str | None = None  # None: a page; "changelog" or "spec" (kb/evidence/changelog.py, kb/evidence/specs.py)
     # for an older version's sentence that the source's newest version has no counterpart of:
     # that version's rev (else its date); "" otherwise
     removed_in: str = ""

@@ -151,7 +151,7 @@ def change_counts(found: list[dict]) -> dict[str, int]:
 
 
 def pages_due(store: Store, run_id: str) -> list[dict]:
-    """The run's pages due for review (the pages_due_in macro, kb/views_reports.py)."""
+    """The run's pages due for review (the pages_due_in macro, kb/store/views_reports.py)."""
     return rows(store, "SELECT * FROM pages_due_in(?)", [run_id])
 
 

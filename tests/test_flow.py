@@ -86,7 +86,7 @@ def test_demo_accuracy_against_expected_labels(demo_runs):
     metrics = score(texts, spans, load_expected())
     print(f"\ndemo accuracy: {metrics['accuracy']:.3f} over {int(metrics['sentences'])} sentences; {metrics}")
     assert metrics["unmatched"] == 0
-    assert metrics["accuracy"] >= 0.90  # issue 5's floor for the shipped verifier
+    assert metrics["accuracy"] >= 0.90  # the shipped verifier's accuracy floor
 
 
 def test_sigkill_mid_run_then_rerun_matches_an_uninterrupted_run(demo_runs, tmp_path):

@@ -8,7 +8,7 @@ the document:
    kept as written. Values are matched token by token, tolerant of spacing ("99.9 %" finds
    "99.9%"), and words both values share ("at least 7 days" / "at least 14 days") are left alone.
 2. **deep rewrite**: when there is no single slot to swap and the deep verifier wrote a final text
-   (a ``corrected_text`` attribute on the verdict, issue 6), that text is the draft.
+   (a ``corrected_text`` attribute on the verdict), that text is the draft.
 3. otherwise the edit is marked ``needs_rewrite`` with the evidence sentence attached, for a human.
 
 Every draft is re-verified with the same verifier against the same evidence; only a draft that
@@ -344,7 +344,7 @@ def draft_edits(
 
     ``evidence``: the run's evidence (claim id -> ranked evidence), which drafts are re-verified
     against; ``verifier``: an object with ``.verify(claims, evidence, today)`` (default: built from
-    ``settings`` the way ``pipeline.verify_stage`` builds it); ``today``: the run's date;
+    ``settings`` the way ``kb.chain.verify_stage`` builds it); ``today``: the run's date;
     ``suppressed``: proposal keys of rejected edits -> the rejection (``kb.correct.review.rejected_proposals``).
     Without ``evidence`` nothing can be re-verified, so every draft is dropped with that reason.
     """

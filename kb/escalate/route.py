@@ -1,6 +1,6 @@
 """Confidence-gated routing by depth, and escalation to the deep verifier within a budget.
 
-DESIGN.md ("Verifiers and routing"): D0 rules only; D1 + model; D2 + wider retrieval (both in
+Routing by depth (docs/deep-verifier.md): D0 rules only; D1 + model; D2 + wider retrieval (both in
 ``kb.chain``); and here, after the cheaper verdicts exist:
 
 * **D3** (``strict``): per-claim escalation of low-confidence claims to the deep verifier (CoVe

@@ -295,7 +295,7 @@ class StaticEmbedder:
     """Static token embeddings (a model2vec StaticModel): a text's vector is the weighted mean
     of its tokens' vectors, no transformer pass, so a corpus of passages embeds in seconds.
 
-    Used for the first-stage search over every passage (kb.retrieve); the MiniLM then scores
+    Used for the first-stage search over every passage (kb.evidence.retrieve); the MiniLM then scores
     only the candidates it finds. Not cached on disk: recomputing is about as fast as reading.
     """
 
@@ -333,7 +333,7 @@ class StaticEmbedder:
 
 
 def _portable_config(folder: Path, source_id: str) -> None:
-    """model2vec records the source model's folder (an absolute path of this machine) in the
+    """model2vec records the source model's folder (an absolute path on the machine that distilled it) in the
     config; the source model's id instead makes a build on any machine byte-identical."""
     import json
 

@@ -5,7 +5,7 @@
 ``IngestError`` rows (stage ``sources``) and never stop the load: the rest is always returned.
 
 Rules (documented in docs/retrieval.md, tested in tests/test_sources.py; git sources:
-kb/git_source.py, docs/sources.md):
+kb/evidence/git_source.py, docs/sources.md):
 
 - id: front matter / field ``id`` (``doc_id`` for SciFact), else the path relative to the folder.
 - date: front matter / field ``published_at``, ``updated_at``, ``updated`` or ``date`` (first
@@ -151,7 +151,7 @@ def _make(col: _Collector, *, source_id, text, title, meta, origin, fallback_pat
 
 
 def _spec_files(root: Path) -> list[Path]:
-    """Spec and config files under root (kb/specs.py), hidden folders and links left out."""
+    """Spec and config files under root (kb/evidence/specs.py), hidden folders and links left out."""
     out = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))

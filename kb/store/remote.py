@@ -286,7 +286,7 @@ class RemoteStore:
         if dt.datetime.now(dt.UTC) - since > dt.timedelta(hours=self.lease_hours):
             return False
         if holder.get("host") == socket.gethostname() and isinstance(holder.get("pid"), int):
-            return _pid_alive(holder["pid"])  # a writer on this machine that died
+            return _pid_alive(holder["pid"])  # a writer on this host that died
         return True
 
 

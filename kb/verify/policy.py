@@ -1,6 +1,6 @@
 """Labelling policy: from per-passage judgements and source dates to one verdict per claim.
 
-DESIGN.md ("Labels") defines the four labels; this module is their executable definition.
+README ("Labels") and docs/labelling.md define the four labels; this module is their executable definition.
 
 * Evidence is grouped by ``source_id``. The passages from the newest ``source_date`` of a source
   are that source's *current* view; passages from its older versions are *history*.

@@ -198,7 +198,7 @@ def _bounds_paired(claim_text: str, sentence: str) -> Judgement | None:
 # evidence's by kind and context (skipping the kinds below, in a sentence with enough of the
 # claim's other words); every pair agrees and the gold is SUPPORTS 87.6% of 2,038 times (but
 # 73% of 93 on FEVER-Lite); one conflicts and the gold is REFUTES 82.5% of 1,253 times (kept at
-# 0.78, the figure before the seventh session's pairing changes). Too
+# 0.78). Too
 # weak to decide alone (the subject may differ), so only a hint for the model. The supports
 # figure is kept at 0.84, under its pooled precision: a hint that outweighs the model wherever
 # it is surer loses on text like FEVER-Lite's (with 0.87 / 0.77 below, FEVER-Lite validation

@@ -1,4 +1,4 @@
-"""The rules tier for spec facts (kb/specs.py): a claim that names an operation, parameter,
+"""The rules tier for spec facts (kb/evidence/specs.py): a claim that names an operation, parameter,
 property or setting is judged against the matching fact exactly.
 
 A fact reads "<subject> <kind> <owner> (<description>): <traits> (<spec path>)." (backticks

@@ -1,4 +1,4 @@
-"""Render the fault suite's results as Markdown: `docs/faults.md` (the lead copies it into README).
+"""Render the fault suite's results as Markdown: `docs/faults.md`.
 
     .venv/bin/python -m pytest -m faults tests/faults     # writes .pytest_cache/d/faults/results.json
     .venv/bin/python tests/faults/make_table.py [RESULTS_JSON] [--out docs/faults.md]
