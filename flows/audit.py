@@ -34,6 +34,7 @@ __all__ = ["audit", "audit_shard", "audit_sharded", "task_runner_for", "with_tas
 def _as_settings(settings: Settings | dict) -> Settings:
     """Deployments pass settings as JSON (Settings.public_dict())."""
     settings = Settings.from_public_dict(settings) if isinstance(settings, dict) else settings
+    settings = settings.for_run()
     settings.validate()
     if settings.apply:
         writable_root(settings.docs_folder)  # fail before any work if the KB may not be written

@@ -667,6 +667,7 @@ def run_audit(
     - ``verify_batch``: verifies one batch of uncached claims elsewhere (the Dask fan-out), in
       batches of ``verify_batch_size``; the verdict cache stays here.
     """
+    settings = settings.for_run()
     shard_index, shard_count = shard
     tag = f"[shard {shard_index + 1}/{shard_count}] " if shard_count > 1 else ""
     clock = time.perf_counter()

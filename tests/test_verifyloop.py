@@ -168,3 +168,37 @@ def test_verify_cli_prints_the_problems_and_gates_on_fail_on(case, capsys):
     assert [g["problem"] for g in json.loads(capsys.readouterr().out)["gaps"]] == ["contradicted", "missing_tool_receipt"]
     assert main(["verify", "--answer", str(case["root"] / "missing.md"), "--sources", str(case["sources"])]) == 2
     assert main(args + ["--fail-on", "bogus"]) == 2
+
+
+@pytest.mark.slow
+def test_verify_reads_the_deep_verifier_endpoint_from_kbaudit_toml(case, tmp_path, monkeypatch, capsys):
+    """`kbaudit verify` makes its settings as every command does: the endpoint configured in
+    kbaudit.toml is the one the D3 escalation calls, and no message asks for what is set."""
+    from cli.main import main
+    from tests.test_llm import Server, completion
+
+    server = Server(lambda body, headers, n: (200, completion("I cannot verify this from the evidence."), None, 0))
+    try:
+        workdir = tmp_path / "project"
+        workdir.mkdir()
+        (workdir / "kbaudit.toml").write_text(f'llm_base_url = "{server.base_url}"\nllm_model = "scripted"\n')
+        monkeypatch.chdir(workdir)
+        for name in ("KBAUDIT_LLM_BASE_URL", "KBAUDIT_LLM_MODEL"):
+            monkeypatch.delenv(name, raising=False)
+        loop = VerifyLoop(today=TODAY)
+        assert (loop.settings.llm_base_url, loop.settings.llm_model, loop.depth) == (server.base_url, "scripted", "D3")
+        code = main(["verify", "--answer", str(case["answer"]), "--sources", str(case["sources"]), "--today", TODAY.isoformat(), "--json"])
+        assert code == 0
+        report = json.loads(capsys.readouterr().out)
+        assert server.requests, "the endpoint from kbaudit.toml was never called"
+        assert "no deep verifier configured" not in json.dumps(report)
+    finally:
+        server.close()
+
+
+def test_a_missing_endpoint_setting_is_named(monkeypatch):
+    from kb.config import Settings
+    from kb.escalate.route import missing_endpoint_settings
+
+    message = missing_endpoint_settings(Settings(llm_base_url="http://127.0.0.1:9/v1"))
+    assert "llm_model (KBAUDIT_LLM_MODEL)" in message and "llm_base_url" not in message

@@ -378,6 +378,11 @@ class Settings(Section):
     def run_date(self) -> date:
         return self.today or date.today()
 
+    def for_run(self) -> Settings:
+        """These settings with the run's date fixed: every stage of a run (and every shard of a
+        sharded one) judges freshness against the same day, even across midnight."""
+        return self if self.today is not None else self.replace(today=date.today())
+
     def validate(self) -> Settings:  # type: ignore[override]  # the run's checks, not pydantic's deprecated classmethod
         """Checks that need the file system or several fields; returns self (depth names resolved)."""
         if self.depth in DEPTH_NAMES:

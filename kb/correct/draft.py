@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 
-from kb.config import CorrectionSettings
+from kb.config import CorrectionSettings, Settings
 from kb.records import Claim, Document, Edit, Evidence, Verdict, content_hash
 from kb.verify import verifier_for
 from kb.verify.policy import REMOVED_ACTION
@@ -252,8 +252,10 @@ def _deciding(verdict: Verdict, evidence: list[Evidence]) -> Evidence | None:
     return evidence[0] if evidence else None
 
 
-def _make_verifier(settings):
-    return verifier_for(getattr(settings, "model_path", None), getattr(settings, "depth", "D1") != "D0")
+def _make_verifier(settings: Settings | None):
+    if settings is None:
+        return verifier_for(None, True)
+    return verifier_for(settings.model_path, settings.depth != "D0")
 
 
 # ---- drafting ------------------------------------------------------------------------------
@@ -320,21 +322,13 @@ def _recheck(drafts: list[_Draft], evidence: Mapping[str, list[Evidence]], verif
     return {v.claim_id: v for v in verdicts}
 
 
-def _correction_of(settings) -> CorrectionSettings:
-    return getattr(settings, "correct", None) or CorrectionSettings()
-
-
-def _run_date_of(settings) -> date:
-    return getattr(settings, "run_date", None) or date.today()
-
-
 def draft_edits(
     documents: list[Document],
     claims: list[Claim],
     verdicts: list[Verdict],
     evidence: Mapping[str, list[Evidence]] | None = None,
     *,
-    settings=None,
+    settings: Settings | None = None,
     verifier=None,
     today: date | None = None,
     suppressed: Mapping[str, str] | None = None,
@@ -344,15 +338,17 @@ def draft_edits(
 
     ``evidence``: the run's evidence (claim id -> ranked evidence), which drafts are re-verified
     against; ``verifier``: an object with ``.verify(claims, evidence, today)`` (default: built from
-    ``settings`` the way ``kb.chain.verify_stage`` builds it); ``today``: the run's date;
+    ``settings`` the way ``kb.chain.verify_stage`` builds it); ``today``: the run's date (default:
+    ``settings.run_date``; re-verifying drafts needs one of them);
     ``suppressed``: proposal keys of rejected edits -> the rejection (``kb.correct.review.rejected_proposals``).
     Without ``evidence`` nothing can be re-verified, so every draft is dropped with that reason.
     """
     docs = {d.doc_id: d for d in documents}
     claims_by_id = {c.claim_id: c for c in claims}
     suppressed = suppressed or {}
-    correction = correction or _correction_of(settings)
-    today = today or _run_date_of(settings)
+    correction = correction or (settings.correct if settings is not None else CorrectionSettings())
+    if today is None and settings is not None:
+        today = settings.run_date
     drafts: list[_Draft] = []
     for verdict in verdicts:
         if verdict.label not in CORRECTABLE or verdict.claim_id not in claims_by_id:
@@ -362,9 +358,11 @@ def draft_edits(
             continue
         drafts.append(_draft(claim, docs[claim.doc_id], verdict, (evidence or {}).get(claim.claim_id, [])))
 
+    if evidence is not None and today is None and drafts:
+        raise ValueError("draft_edits: re-verifying drafts needs the run's date (today=, or settings=)")
     if evidence is not None and verifier is None and any(d.draft_claim_text for d in drafts):
         verifier = _make_verifier(settings)
-    rechecked = _recheck(drafts, evidence, verifier, today) if evidence is not None else {}
+    rechecked = _recheck(drafts, evidence, verifier, today) if evidence is not None and today is not None else {}
 
     results: list[tuple[_Draft, Verdict | None, str, str]] = []
     for d in drafts:

@@ -30,8 +30,9 @@ Accepted deep verdicts are :class:`DeepVerdict` (a ``Verdict`` with extra attrib
 ignores and ``kb.correct.draft`` reads: ``corrected_text``); the same metadata is in the rationale and
 in ``EscalationResult.details`` (one row per claim routing touched).
 
-Knobs that ``Settings`` does not carry come from ``RouteSettings`` (``route=``), by default read
-from ``KBAUDIT_LLM_*`` / ``KBAUDIT_ESCALATE_*`` environment variables (see docs/deep-verifier.md).
+The routing knobs are ``settings.escalate`` (``[escalate]`` in ``kbaudit.toml``, or the
+``KBAUDIT_ESCALATE_*`` / ``KBAUDIT_LLM_*`` environment variables: docs/deep-verifier.md); a
+caller may pass other ``RouteSettings`` as ``route=``.
 
 Prefect-free.
 """
@@ -47,7 +48,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from kb import progress
-from kb.config import RouteSettings
+from kb.config import RouteSettings, Settings
 from kb.escalate.cove import CoveOutcome, verify_claim
 from kb.escalate.lessons import lesson_row, matching
 from kb.escalate.llm import Cost, LLMClient, estimate_tokens
@@ -119,8 +120,14 @@ class Budget:
             self.used_tokens += cost.tokens - reserved_tokens
 
 
-def endpoint_configured(settings) -> bool:
-    return bool(getattr(settings, "llm_base_url", None) and getattr(settings, "llm_model", None))
+def endpoint_configured(settings: Settings) -> bool:
+    return bool(settings.llm_base_url and settings.llm_model)
+
+
+def missing_endpoint_settings(settings: Settings) -> str:
+    """What is left to configure for the deep verifier, by the names a user sets."""
+    missing = [f"{key} (KBAUDIT_{key.upper()})" for key in ("llm_base_url", "llm_model") if not getattr(settings, key)]
+    return "set " + " and ".join(missing) + " in kbaudit.toml or the environment"
 
 
 def _estimate_tokens(claim: Claim, evidence: list[Evidence], rs: RouteSettings) -> int:
@@ -235,7 +242,7 @@ def escalate(
     claims: list[Claim],
     evidence: Mapping[str, list[Evidence]],
     verdicts: list[Verdict],
-    settings,
+    settings: Settings,
     today: date,
     lessons: list[dict] | None = None,
     *,
@@ -247,11 +254,11 @@ def escalate(
     ``verdicts`` come back in the same order, the escalated ones replaced.
     """
     started = time.perf_counter()
-    depth = getattr(settings, "depth", "D1")
+    depth = settings.depth
     result = EscalationResult(verdicts=list(verdicts))
     if depth not in DEEP_DEPTHS:
         return result
-    rs = route or getattr(settings, "escalate", None) or RouteSettings.from_env()
+    rs = route or settings.escalate
     claims_by_id = {c.claim_id: c for c in claims}
     lesson_ids = matching([c for c in claims if c.checkworthy], lessons)
     order = _candidates(claims_by_id, evidence, result.verdicts, depth, rs, lesson_ids, result)
@@ -271,13 +278,15 @@ def escalate(
             result.details.append({"claim_id": v.claim_id, "route": "no_endpoint", "label_before": v.label, "label_after": v.label})
         result.summary_notes.append(
             f"no deep verifier configured: {len(order)} claims that would have escalated got a systemic gap "
-            "(set KBAUDIT_LLM_BASE_URL and KBAUDIT_LLM_MODEL)"
+            f"({missing_endpoint_settings(settings)})"
         )
     elif order:
         own = client is None
         if own:
+            base_url, model = settings.llm_base_url, settings.llm_model
+            assert base_url and model  # endpoint_configured(settings) held, or the branch above ran
             client = LLMClient(
-                settings.llm_base_url, settings.llm_model, api_key=getattr(settings, "llm_api_key", None),
+                base_url, model, api_key=settings.llm_api_key,
                 timeout=rs.timeout, max_retries=rs.max_retries, backoff=rs.backoff, max_backoff=rs.max_backoff,
                 concurrency=rs.concurrency, max_tokens=rs.max_tokens_per_call,
             )  # fmt: skip

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb.config import check_url, is_url, load_settings, scheme_of
+from kb.config import Settings, check_url, is_url, load_settings, scheme_of
 from kb.errors import ConfigError, RemoteError, RemoteLocked, StoreError
 from kb.log import logger
 from kb.store import DB_FILE, Store
@@ -306,11 +306,11 @@ def _why(exc: BaseException) -> str:
 
 
 # ---- the entry points the flows and commands use ------------------------------------------------
-def for_settings(settings) -> RemoteStore | None:
+def for_settings(settings: Settings) -> RemoteStore | None:
     """The remote store of a run's settings (None for a local store)."""
-    if not getattr(settings, "out_url", None):
+    if not settings.out_url:
         return None
-    return RemoteStore(settings.out_url, settings.out, getattr(settings, "lease_hours", DEFAULT_LEASE_HOURS))
+    return RemoteStore(settings.out_url, settings.out, settings.lease_hours)
 
 
 @contextmanager

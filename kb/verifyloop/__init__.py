@@ -29,7 +29,7 @@ from pathlib import Path
 
 from kb.chain import run_audit, status_stage
 from kb.claims.text import sentence_spans
-from kb.config import DEPTH_NAMES, DEPTHS, Settings
+from kb.config import DEPTH_NAMES, DEPTHS, Settings, load_settings
 from kb.errors import ConfigError
 from kb.ingest.parse import parse_document
 from kb.records import Claim, Verdict, content_hash
@@ -364,38 +364,39 @@ class VerifyLoop:
 
     def __init__(
         self,
-        depth: str = "D3",
+        depth: str | None = None,
         today: dt.date | None = None,
         model_path: str | None = None,
         embed_model_path: str | None = None,
         cache_dir: Path | None = None,
-        top_k: int = 5,
+        top_k: int | None = None,
+        *,
+        settings: Settings | None = None,
+        cwd: Path | None = None,
     ):
-        depth = DEPTH_NAMES.get(depth, depth)
-        if depth not in DEPTHS:
-            raise ConfigError(f"depth must be one of {', '.join(DEPTHS)}; got {depth!r}")
-        self.depth = depth
-        self.today = today
-        self.model_path = model_path
-        self.embed_model_path = embed_model_path
+        """``settings``: the settings to verify with; by default they are loaded as every command
+        loads them (``kbaudit.toml`` or ``[tool.kbaudit]`` in ``cwd``, then ``KBAUDIT_*``), so the
+        deep verifier's endpoint configured there is used. The other arguments win over both, as
+        flags do; ``depth`` is D3 unless given here or in ``settings``."""
+        flags = {"depth": depth, "today": today, "model_path": model_path, "embed_model_path": embed_model_path, "top_k": top_k}
+        given = {k: v for k, v in flags.items() if v is not None}
+        if settings is None:
+            settings = load_settings({"depth": "D3", **given}, cwd=cwd)
+        elif given:
+            settings = settings.replace(**given)
+        resolved = DEPTH_NAMES.get(settings.depth, settings.depth)
+        if resolved not in DEPTHS:
+            raise ConfigError(f"depth must be one of {', '.join(DEPTHS)}; got {settings.depth!r}")
+        self.settings = settings.replace(depth=resolved) if resolved != settings.depth else settings
+        self.depth = resolved
         self.cache_dir = cache_dir
-        self.top_k = top_k
-
-    def _settings(self) -> Settings:
-        return Settings(
-            depth=self.depth,
-            today=self.today,
-            model_path=self.model_path,
-            embed_model_path=self.embed_model_path,
-            top_k=self.top_k,
-        )
 
     def verify(self, *, answer: str, sources, task: str | None = None, tool_logs=None) -> VerifyLoopReport:
         """Verify ``answer`` against ``sources`` (a folder, ``.jsonl`` or ``.parquet``, or a list of them).
 
         ``tool_logs``: a path (JSON list or JSON lines) or a list of dicts (see ``load_tool_logs``).
         """
-        settings = self._settings()
+        settings = self.settings
         entries = (
             tool_logs if isinstance(tool_logs, list) and all(isinstance(t, ToolEntry) for t in tool_logs) else load_tool_logs(tool_logs)
         )
