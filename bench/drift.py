@@ -55,7 +55,7 @@ from kb.config import Settings
 from kb.config.gitspec import open_repository
 from kb.errors import ConfigError
 from kb.evidence.git_source import _tags, _walk
-from kb.ingest.parse import read_front_matter
+from kb.ingest.front_matter import read_front_matter
 from kb.records import Claim
 from kb.verify.slots import canonical
 

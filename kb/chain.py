@@ -26,7 +26,15 @@ from typing import Any, Protocol
 import kb.claims.split
 import kb.evidence.embed
 import kb.evidence.retrieve
+import kb.ingest.common
+import kb.ingest.front_matter
+import kb.ingest.html_blocks
+import kb.ingest.markdown
+import kb.ingest.markdown_containers
+import kb.ingest.markdown_inline
+import kb.ingest.offsets
 import kb.ingest.parse
+import kb.ingest.rst
 from kb import progress
 from kb.claims.split import split_claims
 from kb.config import ClaimSettings, Settings
@@ -135,7 +143,10 @@ def _tree_version(folder: Path, patterns: tuple[str, ...]) -> str:
 
 @functools.cache
 def splitter_version() -> str:
-    return code_version(kb.ingest.parse, kb.claims.split)
+    # every module a page's parse goes through: a change in any of them can change its claims
+    parser = (kb.ingest.parse, kb.ingest.front_matter, kb.ingest.offsets, kb.ingest.common, kb.ingest.markdown,
+              kb.ingest.markdown_containers, kb.ingest.markdown_inline, kb.ingest.html_blocks, kb.ingest.rst)  # fmt: skip
+    return code_version(*parser, kb.claims.split)
 
 
 @functools.cache

@@ -99,7 +99,7 @@ class Block:
     start: int
     end: int
     text: str
-    offsets: Sequence[int]  # a tuple, or kb.ingest.parse.OffsetMap (the same, stored as runs)
+    offsets: Sequence[int]  # a tuple, or kb.ingest.offsets.OffsetMap (the same, stored as runs)
     section: tuple[str, ...] = ()  # heading path above the block
     level: int = 0  # heading level, or list nesting depth
     lead_in: str = ""  # for list items: the sentence that introduces the list

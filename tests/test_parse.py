@@ -475,7 +475,7 @@ def test_front_matter_reads_the_same_with_either_yaml_loader():
 
     import yaml
 
-    from kb.ingest.parse import _load_front_matter, _NoAliasSafeLoader
+    from kb.ingest.front_matter import _load_front_matter, _NoAliasSafeLoader
 
     root = Path(__file__).resolve().parent.parent
     pages = sorted((root / "tests" / "fixtures").rglob("*.md")) + sorted((root / "kb" / "demo" / "docs").rglob("*.md"))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from kb.claims.text import sentence_spans
 from kb.config import ClaimSettings
 from kb.errors import ClaimLimitError
-from kb.ingest.parse import OffsetMap
+from kb.ingest.offsets import OffsetMap
 from kb.records import Block, Claim, Document, content_hash
 
 __all__ = ["ClaimLimitError", "ClaimSettings", "split_claims", "classify"]

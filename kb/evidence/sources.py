@@ -39,7 +39,8 @@ from kb.evidence.git_source import load_git_sources
 from kb.evidence.specs import KIND as SPEC_KIND
 from kb.evidence.specs import is_spec_path, spec_document
 from kb.ingest.include import HINT, FolderTree, expand_includes, parts_of_other_pages
-from kb.ingest.parse import OffsetMap, ParseError, parse_document
+from kb.ingest.offsets import OffsetMap
+from kb.ingest.parse import ParseError, parse_document
 from kb.ingest.walk import list_documents
 from kb.records import Block, IngestError, SourceDoc, content_hash
 

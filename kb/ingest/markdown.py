@@ -1,0 +1,469 @@
+"""Markdown (CommonMark/GFM subset, MkDocs, MyST, MDX) and plain text to prose blocks."""
+
+from __future__ import annotations
+
+import re
+
+from kb.ingest.common import IGNORE_END, IGNORE_START, last_sentence
+from kb.ingest.markdown_containers import FENCE, unwrap_containers
+from kb.ingest.markdown_inline import inline_markdown
+from kb.ingest.offsets import OffsetMap, TextBuilder, runs
+from kb.records import Block
+
+__all__ = ["MarkdownParser"]
+
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|$)")
+_ATX_CLOSE = re.compile(r"[ \t]+#+[ \t]*$|^#+[ \t]*$")
+# "[ poll_interval: <duration> | default = 1m ]", "[ - <scrape_config> ... ]" is not one
+_REFERENCE_LINE = re.compile(r"[ \t]*(?:#\s*)?\[\s*([A-Za-z_][\w.-]*:\s*<[\w. -]+>(?:\s*\|\s*default\s*=\s*[^\]]*?)?)\s*\][ \t]*")
+_HR = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
+_LIST = re.compile(r"( *)([-*+•]|\d{1,9}[.)])([ \t]+|$)")
+_QUOTE = re.compile(r" {0,3}> ?")
+_TABLE_DELIM = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_RAW_HTML_OPEN = re.compile(r" {0,3}<(script|style|pre|textarea)(?:\s|>|$)", re.I)
+_MDX_ESM = re.compile(r"(?:import|export)\s")
+_FOOTNOTE_DEF = re.compile(r" {0,3}\[\^[^\]\s]{1,50}\]:[ \t]*")
+_LINK_DEF = re.compile(r" {0,3}\[[^\]^][^\]]{0,200}\]:[ \t]*\S+")
+_HEADING_ATTRS = re.compile(r"[ \t]*\{[#.][^{}]{0,200}\}[ \t]*$")
+
+
+def _looks_like_title(line: str) -> bool:
+    words = line.split()
+    return 0 < len(words) <= 8 and line[:1].isupper() and line.rstrip()[-1:] not in ".!?:;," and "  " not in line
+
+
+class MarkdownParser:
+    """A forgiving, single-pass Markdown block parser (CommonMark/GFM subset).
+
+    ``plain=True`` parses plain text: paragraphs, list items and underlined headings only.
+    """
+
+    def __init__(self, text: str, body: int, plain: bool = False, mdx: bool = False):
+        self.text = text
+        self.body = body
+        self.plain = plain
+        self.mdx = mdx
+        self.blocks: list[Block] = []
+        self.section: list[tuple[int, str]] = []  # (level, title)
+        self.first_heading: str | None = None
+        self.first_h1: str | None = None
+        # paragraph in progress: list of (content, offset)
+        self.para: list[tuple[str, int]] = []
+        self.para_kind = "paragraph"
+        self.para_level = 0
+        self.para_lead = ""
+        self.list_stack: list[tuple[int, int, str]] = []  # (marker indent, content indent, text)
+        self.list_lead = ""  # lead-in for the current top-level list
+        self.last_block_kind = ""
+        self.last_para_text = ""
+        self.titles: dict[int, tuple[str, int]] = {}  # line index -> container title
+
+    # -- helpers
+    def _section(self) -> tuple[str, ...]:
+        return tuple(t for _, t in self.section)
+
+    def _emit(
+        self,
+        kind: str,
+        pieces: list[tuple[str, int]],
+        level: int = 0,
+        lead_in: str = "",
+        headers: tuple[str, ...] = (),
+        text_map: tuple[str, OffsetMap] | None = None,
+    ) -> Block | None:
+        if text_map is None:
+            out = TextBuilder()
+            for idx, (s, off) in enumerate(pieces):
+                if idx and not out.ends_with_space():
+                    out.add(" ", off - 1) if off > 0 and self.text[off - 1] in " \t\n" else out.add_synthetic(" ", off)
+                if self.plain:
+                    out.add(s, off)
+                else:
+                    if s.endswith("\\") and not s.endswith("\\\\") and idx < len(pieces) - 1:
+                        s = s[:-1]  # a backslash hard line break
+                    inline_markdown(out, s, off)
+            text, omap = out.build()
+        else:
+            text, omap = text_map
+        if not text:
+            return None
+        start, end = omap.span(0, len(text))
+        block = Block(
+            kind=kind, start=start, end=end, text=text, offsets=omap, section=self._section(), level=level, lead_in=lead_in, headers=headers
+        )
+        self.blocks.append(block)
+        self.last_block_kind = kind
+        return block
+
+    def _reference_line(self, s: int, e: int) -> None:
+        """A configuration reference written as a code block states each option's type and default
+        on a line of its own ("[ poll_interval: <duration> | default = 1m ]"): that line is a setting
+        of the page, not an example, so it becomes a paragraph of its own (without the brackets).
+        Every other line of a code block stays out."""
+        m = _REFERENCE_LINE.match(self.text, s, e)
+        if m is None or m.end() != e:
+            return
+        out = TextBuilder()
+        out.add(m.group(1), m.start(1))
+        self._emit("paragraph", [], text_map=out.build())
+
+    def _flush(self) -> None:
+        if not self.para:
+            return
+        block = self._emit(self.para_kind, self.para, level=self.para_level, lead_in=self.para_lead)
+        if block is not None:
+            if self.para_kind == "list_item":
+                if self.list_stack:
+                    mi, ci, _ = self.list_stack[-1]
+                    self.list_stack[-1] = (mi, ci, block.text)
+            else:
+                self.last_para_text = block.text
+        self.para = []
+        self.para_kind = "paragraph"
+        self.para_level = 0
+        self.para_lead = ""
+
+    def _heading(self, level: int, pieces: list[tuple[str, int]]) -> None:
+        self._flush()
+        self.list_stack.clear()
+        while self.section and self.section[-1][0] >= level:
+            self.section.pop()
+        block = self._emit("heading", pieces, level=level)
+        if block is not None:
+            if self.first_heading is None:
+                self.first_heading = block.text
+            if level == 1 and self.first_h1 is None:
+                self.first_h1 = block.text
+            self.section.append((level, block.text))
+        self.last_para_text = ""
+
+    def _table_row_cells(self, line: str, off: int) -> list[tuple[str, int]]:
+        """Split a table row into (cell text, offset) on unescaped pipes outside code spans."""
+        cells: list[tuple[str, int]] = []
+        s = line
+        i = 0
+        n = len(s)
+        # strip leading/trailing pipe
+        lead = len(s) - len(s.lstrip())
+        i = lead
+        if i < n and s[i] == "|":
+            i += 1
+        end = len(s.rstrip())
+        if end > i and s[end - 1] == "|" and (end < 2 or s[end - 2] != "\\"):
+            end -= 1
+        cell_start = i
+        in_code = False
+        while i < end:
+            ch = s[i]
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == "`":
+                in_code = not in_code
+            elif ch == "|" and not in_code:
+                cells.append((s[cell_start:i], off + cell_start))
+                cell_start = i + 1
+            i += 1
+        cells.append((s[cell_start:end], off + cell_start))
+        return [(c.strip(), o + (len(c) - len(c.lstrip()))) for c, o in cells]
+
+    def _cell_text(self, cell: str, off: int) -> tuple[str, OffsetMap]:
+        out = TextBuilder()
+        inline_markdown(out, cell, off)
+        return out.build()
+
+    def _table(self, lines, idx: int) -> int:
+        """Parse a GFM table whose header is lines[idx]; returns the index after the table."""
+        text = self.text
+        hs, he = lines[idx]
+        header_cells = self._table_row_cells(text[hs:he], hs)
+        headers = tuple(self._cell_text(c, o)[0] for c, o in header_cells)
+        i = idx + 2
+        while i < len(lines):
+            s, e = lines[i]
+            line = text[s:e]
+            if not line.strip() or "|" not in line:
+                break
+            cells = self._table_row_cells(line, s)
+            self._emit("table_row", [], headers=headers, text_map=self._join_cells(cells))
+            i += 1
+        return i
+
+    def _join_cells(self, cells: list[tuple[str, int]]) -> tuple[str, OffsetMap]:
+        out = TextBuilder()
+        for k, (c, o) in enumerate(cells):
+            if k:
+                out.add_synthetic(" | ", max(o - 1, 0))
+            t, m = self._cell_text(c, o)
+            if not t:
+                out.add_synthetic("-", o)  # keep the column count: an empty cell
+                continue
+            for a, b in runs(m, len(t)):
+                out.add(t[a:b], m[a])
+        text = "".join(out.parts)
+        return text, OffsetMap(out.starts, out.docs, out.n)
+
+    # -- main loop
+    def run(self) -> tuple[list[Block], str | None]:
+        text = self.text
+        lines: list[tuple[int, int]] = []
+        pos = self.body
+        n = len(text)
+        while pos < n:
+            nl = text.find("\n", pos)
+            if nl == -1:
+                nl = n
+            end = nl - 1 if nl > pos and text[nl - 1] == "\r" else nl
+            lines.append((pos, end))
+            pos = nl + 1
+        if self.plain:
+            self._run_plain(lines)
+        else:
+            lines, self.titles = unwrap_containers(text, lines)
+            self._run_markdown(lines)
+        self._flush()
+        return self.blocks, self.first_h1 or self.first_heading
+
+    def _run_plain(self, lines) -> None:
+        text = self.text
+        i = 0
+        while i < len(lines):
+            s, e = lines[i]
+            line = text[s:e]
+            stripped = line.strip()
+            if not stripped:
+                if self.para and self.para_kind == "paragraph" and len(self.para) == 1 and _looks_like_title(self.para[0][0]):
+                    content, off = self.para[0]
+                    self.para = []
+                    self._heading(1 if self.first_heading is None else 2, [(content, off)])
+                self._flush()
+                self.list_stack.clear()
+                i += 1
+                continue
+            if IGNORE_START.search(line):
+                self._flush()
+                i = self._skip_ignored(lines, i)
+                continue
+            # underlined heading
+            if self.para and self.para_kind == "paragraph" and len(self.para) == 1 and _SETEXT.match(line) and len(stripped) >= 3:
+                content, off = self.para[0]
+                self.para = []
+                self._heading(1 if stripped[0] == "=" else 2, [(content, off)])
+                i += 1
+                continue
+            lead = len(line) - len(line.lstrip())
+            m = _LIST.match(line)
+            if m and m.end() < len(line):
+                self._list_item(m, line, s)
+            elif self.para:
+                self.para.append((stripped, s + lead))
+            else:
+                self.para = [(stripped, s + lead)]
+                self.para_kind = "paragraph"
+            i += 1
+
+    def _skip_ignored(self, lines, i: int) -> int:
+        """Skip from the line holding an ignore marker to the line holding the end marker."""
+        text = self.text
+        s, e = lines[i]
+        m = IGNORE_START.search(text, s, e)
+        if m and IGNORE_END.search(text, m.end(), e):
+            return i + 1  # both on one line
+        i += 1
+        while i < len(lines):
+            s, e = lines[i]
+            if IGNORE_END.search(text, s, e):
+                return i + 1
+            i += 1
+        return i
+
+    def _list_item(self, m, line: str, s: int) -> None:
+        self._flush()
+        indent = len(m.group(1))
+        content_start = m.end()
+        content_indent = content_start if m.group(3) else content_start + 1
+        stack = self.list_stack  # (marker indent, content indent, item text)
+        while stack and stack[-1][0] > indent:
+            stack.pop()
+        sibling = False
+        if stack and (indent < stack[-1][1] or indent >= stack[-1][1] + 4):
+            stack.pop()  # a sibling of the top item (or over-indented: best effort)
+            sibling = True
+        if not stack and sibling:
+            lead_in = self.list_lead
+        elif not stack:
+            prev = self.last_para_text if self.last_block_kind in ("paragraph", "quote") else ""
+            self.list_lead = last_sentence(prev) if prev.rstrip().endswith(":") else ""
+            lead_in = self.list_lead
+        else:
+            lead_in = stack[-1][2]  # a nested item is read in the context of its parent
+        level = len(stack)
+        stack.append((indent, content_indent, ""))
+        content = line[content_start:]
+        if content.startswith(("[ ] ", "[x] ", "[X] ")):  # task list checkbox
+            content = content[4:]
+            content_start += 4
+        self.para = [(content.rstrip(), s + content_start)]
+        self.para_kind = "list_item"
+        self.para_level = level
+        self.para_lead = lead_in
+
+    def _run_markdown(self, lines) -> None:
+        text = self.text
+        i = 0
+        nlines = len(lines)
+        in_quote_prev = False
+        while i < nlines:
+            s, e = lines[i]
+            line = text[s:e]
+            if i in self.titles:  # a container's title: a lead-in paragraph of its own
+                self._flush()
+                self.list_stack.clear()
+                title, off = self.titles[i]
+                out = TextBuilder()
+                inline_markdown(out, title, off)
+                if out.n and not title.rstrip().endswith((":", ".", "?", "!")):
+                    out.add_synthetic(":", off + len(title) - 1)
+                block = self._emit("paragraph", [], text_map=out.build())
+                if block is not None:
+                    self.last_para_text = block.text
+                i += 1
+                continue
+            # ignore passages and comments
+            if "<!--" in line:
+                if IGNORE_START.search(line):
+                    self._flush()
+                    i = self._skip_ignored(lines, i)
+                    continue
+                if line.lstrip().startswith("<!--") and "-->" not in line:
+                    self._flush()
+                    i += 1
+                    while i < nlines and "-->" not in text[lines[i][0] : lines[i][1]]:
+                        i += 1
+                    i += 1
+                    continue
+            # block quotes: strip markers, remember we are inside one
+            base = s
+            depth = 0
+            while True:
+                qm = _QUOTE.match(text, base, e)
+                if not qm:
+                    break
+                base = qm.end()
+                depth += 1
+            in_quote = depth > 0
+            if in_quote != in_quote_prev:
+                self._flush()
+                self.list_stack.clear()
+                in_quote_prev = in_quote
+            line = text[base:e]
+            stripped = line.strip()
+            if not stripped:
+                self._flush()
+                i += 1
+                continue
+            # fenced code: skip to the closing fence (or the end of the document)
+            fm = FENCE.match(line)
+            if fm:
+                self._flush()
+                fence = fm.group(1)
+                if fence[0] == "`" and "`" in line[fm.end() :]:
+                    pass  # not a fence: an inline code span at line start
+                else:
+                    i += 1
+                    while i < nlines:
+                        ls, le = lines[i]
+                        l2 = text[ls:le].lstrip(" >")
+                        if l2.startswith(fence[0] * len(fence)) and not l2.strip(fence[0]).strip():
+                            break
+                        self._reference_line(ls, le)
+                        i += 1
+                    i += 1
+                    continue
+            # raw html blocks whose content is not prose
+            rm = _RAW_HTML_OPEN.match(line)
+            if rm:
+                self._flush()
+                closer = f"</{rm.group(1).lower()}"
+                while i < nlines and closer not in text[lines[i][0] : lines[i][1]].lower():
+                    i += 1
+                i += 1
+                continue
+            fd = _FOOTNOTE_DEF.match(line)
+            if fd:  # "[^1]: text": the text is prose, the marker is not
+                self._flush()
+                base += fd.end()
+                line = line[fd.end() :]
+            if not self.para and _LINK_DEF.match(line):
+                i += 1  # "[id]: https://..." link reference definitions are not prose
+                continue
+            if self.mdx and not self.para and _MDX_ESM.match(line):
+                self._flush()
+                i += 1
+                continue
+            lead = len(line) - len(line.lstrip(" \t"))
+            # indented code (not inside a list, not continuing a paragraph)
+            if lead >= 4 and not self.para and not self.list_stack:
+                i += 1
+                continue
+            hm = _ATX.match(line)
+            if hm:
+                content = line[hm.end() :]
+                cm = _ATX_CLOSE.search(content)
+                if cm:
+                    content = content[: cm.start()]
+                am = _HEADING_ATTRS.search(content)
+                if am:
+                    content = content[: am.start()]  # "## Title {#anchor}"
+                self._heading(len(hm.group(1)), [(content.strip(), base + hm.end() + len(content) - len(content.lstrip()))])
+                i += 1
+                continue
+            # setext heading underline
+            if self.para and self.para_kind in ("paragraph",) and not in_quote and _SETEXT.match(line):
+                pieces = self.para
+                self.para = []
+                self._heading(1 if stripped[0] == "=" else 2, pieces)
+                i += 1
+                continue
+            if _HR.match(line):
+                self._flush()
+                self.list_stack.clear()
+                i += 1
+                continue
+            # tables
+            if "|" in line and i + 1 < nlines:
+                ns, ne = lines[i + 1]
+                nxt = text[ns:ne]
+                if in_quote:
+                    nxt = nxt.lstrip(" >")
+                if "-" in nxt and _TABLE_DELIM.match(nxt) and ("|" in nxt or nxt.count("-") >= 3 and "|" in line):
+                    self._flush()
+                    self.list_stack.clear()
+                    i = self._table(lines, i)
+                    continue
+            lm = _LIST.match(line)
+            if (
+                lm
+                and (lm.end() < len(line))
+                and not (self.para and self.para_kind != "list_item" and lm.group(2)[0].isdigit() and not lm.group(2).startswith("1"))
+            ):
+                self._list_item(lm, line, base)
+                i += 1
+                continue
+            content = line.strip()
+            off = base + lead
+            if self.para:
+                self.para.append((content, off))
+            else:
+                if self.list_stack and lead >= self.list_stack[-1][1]:
+                    # a further paragraph inside a list item
+                    self.para = [(content, off)]
+                    self.para_kind = "list_item"
+                    self.para_level = max(len(self.list_stack) - 1, 0)
+                    self.para_lead = ""
+                else:
+                    self.list_stack.clear()
+                    self.para = [(content, off)]
+                    self.para_kind = "quote" if in_quote else "paragraph"
+            i += 1

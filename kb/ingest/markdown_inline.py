@@ -1,0 +1,197 @@
+"""Inline Markdown to visible text, with exact offsets (bounded look-ahead: linear)."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from kb.ingest.offsets import TextBuilder
+
+__all__ = ["INLINE_WINDOW", "inline_markdown"]
+
+INLINE_WINDOW = 1000  # how far inline markup looks for its closing delimiter
+
+_INLINE_SPECIAL = re.compile(r"[`\\*_~\[\]!<&{]")
+# a MyST role, "{doc}`the server <usage/server>`": the role name is markup, the text is read
+_MYST_ROLE = re.compile(r"\{[A-Za-z][\w:+.-]{0,40}\}(?=`[^`])")
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:-]*(?:\s[^<>]{0,500})?/?>")
+_AUTOLINK = re.compile(r"<((?:[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]{1,2000})|(?:[^\s<>@]{1,200}@[^\s<>@]{1,200}))>")
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_FOOTNOTE_REF = re.compile(r"\[\^[^\]\s]{1,50}\](?!:)")
+_ESCAPABLE = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def inline_markdown(out: TextBuilder, s: str, base: int) -> None:
+    """Append the visible text of inline Markdown ``s`` (at document offset ``base``) to ``out``.
+
+    Kept: text, link labels, code span contents (identifiers are checkable facts), autolink
+    URLs. Dropped: emphasis markers, link destinations, images, HTML tags and comments.
+    """
+    i = 0
+    n = len(s)
+    find = _INLINE_SPECIAL.search
+    brackets: dict[int, int] | None = None  # computed on the first "["
+    while i < n:
+        m = find(s, i)
+        if m is None:
+            out.add(s[i:], base + i)
+            return
+        j = m.start()
+        if j > i:
+            out.add(s[i:j], base + i)
+        c = s[j]
+        if c == "\\":
+            if j + 1 < n and s[j + 1] in _ESCAPABLE:
+                out.add(s[j + 1], base + j + 1)
+                i = j + 2
+            else:
+                out.add(c, base + j)
+                i = j + 1
+        elif c == "`":
+            k = j
+            while k < n and s[k] == "`":
+                k += 1
+            ticks = s[j:k]
+            close = s.find(ticks, k, k + INLINE_WINDOW)
+            while close != -1 and close + len(ticks) < n and s[close + len(ticks)] == "`":
+                close = s.find(ticks, close + len(ticks) + 1, k + INLINE_WINDOW)
+            if close == -1:
+                out.add(ticks, base + j)
+                i = k
+            else:
+                content = s[k:close]
+                cs = 1 if content.startswith(" ") and content.endswith(" ") and content.strip() else 0
+                out.add(content[cs : len(content) - cs], base + k + cs)
+                i = close + len(ticks)
+        elif c in "*_~":
+            k = j
+            while k < n and s[k] == c:
+                k += 1
+            before = s[j - 1] if j > 0 else " "
+            after = s[k] if k < n else " "
+            if c == "_" and before.isalnum() and after.isalnum():
+                out.add(s[j:k], base + j)  # snake_case, not emphasis
+            elif c == "~" and k - j == 1:
+                out.add(c, base + j)  # "~5 minutes"
+            elif before.isspace() and after.isspace():
+                out.add(s[j:k], base + j)  # "2 * 3"
+            i = k
+        elif c == "!" and j + 1 < n and s[j + 1] == "[":
+            if brackets is None:
+                brackets = _match_brackets(s)
+            end = _link_end(s, j + 1, brackets)
+            if end is None:
+                out.add(c, base + j)
+                i = j + 1
+            else:
+                i = end[1]  # images are not prose
+        elif c == "[" and j + 1 < n and s[j + 1] == "^" and (fn := _FOOTNOTE_REF.match(s, j)):
+            i = fn.end()  # footnote reference "[^1]"
+        elif c == "[":
+            if brackets is None:
+                brackets = _match_brackets(s)
+            end = _link_end(s, j, brackets)
+            if end is None:
+                out.add(c, base + j)
+                i = j + 1
+            else:
+                label_end, after = end
+                inline_markdown(out, s[j + 1 : label_end], base + j + 1)
+                i = after
+        elif c == "]":
+            out.add(c, base + j)
+            i = j + 1
+        elif c == "<":
+            if s.startswith("<!--", j):
+                close = s.find("-->", j + 4)
+                i = n if close == -1 else close + 3
+                continue
+            m2 = _AUTOLINK.match(s, j)
+            if m2:
+                out.add(m2.group(1), base + j + 1)
+                i = m2.end()
+                continue
+            m2 = _TAG.match(s, j)
+            if m2:
+                i = m2.end()
+                if m2.group(0).lower().startswith(("<br", "</p", "<p")) and not out.ends_with_space():
+                    out.add_synthetic(" ", base + j)
+                continue
+            out.add(c, base + j)
+            i = j + 1
+        elif c == "{":
+            m2 = _MYST_ROLE.match(s, j)
+            close = s.find("`", m2.end() + 1, m2.end() + INLINE_WINDOW) if m2 else -1
+            if m2 is None or close == -1:
+                out.add(c, base + j)
+                i = j + 1
+                continue
+            content = s[m2.end() + 1 : close]
+            target = content.rfind(" <")
+            if target > 0 and content.endswith(">"):
+                content = content[:target]  # "text <target>": the target is a link
+            out.add(content, base + m2.end() + 1)
+            i = close + 1
+        elif c == "&":
+            m2 = _ENTITY.match(s, j)
+            if m2:
+                decoded = html.unescape(m2.group(0))
+                if decoded == m2.group(0):
+                    out.add(decoded, base + j)
+                else:
+                    out.add_synthetic(decoded.replace("\xa0", " "), base + j)
+                i = m2.end()
+            else:
+                out.add(c, base + j)
+                i = j + 1
+        else:  # pragma: no cover - the pattern only matches the cases above
+            out.add(c, base + j)
+            i = j + 1
+
+
+_BRACKETS = re.compile(r"\\.|[\[\]()]")
+
+
+def _match_brackets(s: str) -> dict[int, int]:
+    """Position of each "[" or "(" -> position of its closing "]" or ")" (one linear pass)."""
+    match: dict[int, int] = {}
+    squares: list[int] = []
+    rounds: list[int] = []
+    for m in _BRACKETS.finditer(s):
+        ch = m.group(0)
+        if ch == "[":
+            squares.append(m.start())
+        elif ch == "]":
+            if squares:
+                match[squares.pop()] = m.start()
+        elif ch == "(":
+            rounds.append(m.start())
+        elif ch == ")" and rounds:
+            match[rounds.pop()] = m.start()
+    return match
+
+
+def _link_end(s: str, j: int, match: dict[int, int]) -> tuple[int, int] | None:
+    """For ``[label](dest)``, ``[label][ref]`` or ``[label]`` at ``s[j] == '['``: (label end, after).
+
+    ``match`` comes from ``_match_brackets(s)``, so each call is O(1) and a paragraph of a
+    hundred thousand "[" stays linear.
+    """
+    label_end = match.get(j)
+    if label_end is None or label_end - j > INLINE_WINDOW:
+        return None
+    nxt = label_end + 1
+    if nxt < len(s) and s[nxt] == "(":
+        close = match.get(nxt)
+        if close is None or close - nxt > INLINE_WINDOW:
+            return None
+        return label_end, close + 1
+    if nxt < len(s) and s[nxt] == "[":
+        close = s.find("]", nxt + 1, min(len(s), nxt + 200))
+        if close != -1:
+            return label_end, close + 1
+    return label_end, nxt  # shortcut reference or plain brackets: keep the label
+
+
+# ---------------------------------------------------------------------------------------------
+# block markdown (line based, single pass)
