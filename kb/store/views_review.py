@@ -29,8 +29,12 @@ def view_sql() -> list[str]:
             FROM edit_events""",
         f"""CREATE OR REPLACE VIEW edit_state AS
             WITH latest AS (
+                -- Not `row_number() ... = 1`: DuckDB 2.0.1 rewrites that into a self-join of the
+                -- Parquet scans on file row ids, and a run-time filter on run_id (a hive partition
+                -- column, as in review_queue) prunes files in one scan only, so no row matches
+                -- (tests/test_queue_rerun.py). A run drafts an edit id once, so this keeps one row.
                 SELECT * FROM edits
-                QUALIFY row_number() OVER (PARTITION BY edit_id ORDER BY run_id DESC) = 1
+                QUALIFY run_id = max(run_id) OVER (PARTITION BY edit_id)
             ), acts AS (
                 SELECT * FROM (
                     SELECT edit_id, {_DECISION_STATE} AS state, reviewer AS actor, note, decided_at AS happened_at
@@ -55,12 +59,14 @@ def view_sql() -> list[str]:
             LEFT JOIN acts a ON a.edit_id = l.edit_id
             LEFT JOIN texts t ON t.edit_id = l.edit_id
             LEFT JOIN edit_details d ON d.edit_id = l.edit_id AND d.run_id = l.run_id""",
-        # Joined on run_id too: besides being exact (the owner as of the edit's run), it avoids
-        # a DuckDB 2.0.1 optimizer fault that dropped edits of documents without an owner.
+        # The newest full run's drafts, by id: an edit that a later `--changed-since` run drafted
+        # again has that run's row in edit_state and is still the full run's to review. The owner
+        # and title are those of the edit's run.
         """CREATE OR REPLACE VIEW review_queue AS
            SELECT s.*, d.owner, d.title
            FROM edit_state s LEFT JOIN documents_history d ON d.doc_id = s.doc_id AND d.run_id = s.run_id
-           WHERE s.state IN ('queued', 'needs_rewrite') AND s.run_id = (SELECT max(run_id) FROM full_runs)""",
+           WHERE s.state IN ('queued', 'needs_rewrite')
+             AND s.edit_id IN (SELECT edit_id FROM edits WHERE run_id = (SELECT max(run_id) FROM full_runs))""",
         """CREATE OR REPLACE VIEW version_history AS
            SELECT 'run' AS origin, f.run_id, f.version_id, f.parent_version, f.doc_id, f.edit_ids,
                   f.unified_diff, f.score_before, f.score_after, NULL AS actor, r.finished_at AS happened_at
