@@ -27,14 +27,14 @@ def _announce(name: str) -> None:
 
 def _install(fault: str) -> None:
     if fault == "stall-in-retrieval":
-        import kb.chain
+        import kb.chain.stages
 
         def stalled(*args, **kwargs):
             _announce("retrieval")
             time.sleep(600)
             raise SystemExit(99)
 
-        kb.chain.make_retriever = stalled
+        kb.chain.stages.make_retriever = stalled
     elif fault == "stall-in-commit":
         real = os.replace
         moved = []
