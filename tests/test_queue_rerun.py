@@ -17,9 +17,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flows.cli import main as cli
-from flows.review_app.app import create_app
+from cli.main import main as cli
 from kb.store import Store
+from review_app.app import create_app
 
 PAGE = "The API allows 100 requests per minute per key.\n"
 SOURCE = "---\nid: limits\npublished_at: 2026-10-01\n---\nThe API allows 300 requests per minute per key.\n"
