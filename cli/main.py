@@ -42,6 +42,7 @@ BENCHES = {
     "deep": "bench.deep",
     "pr": "bench.pr",
     "git": "bench.gitload",
+    "findings": "bench.findings",
 }
 
 

@@ -1,0 +1,243 @@
+"""Finding precision you can check by reading: a sample of one docs history's findings to judge.
+
+``kbaudit bench findings --project NAME [--data DIR] [--old TAG] [--revs T1,T2,T3] --sample-csv FILE``
+audits one project of a docs-histories folder (git bundles plus ``manifest.json``) in git mode, as
+a new user would: the old release's docs are the KB (``git:<clone>@<old>:<docs path>``) and the
+later releases are the sources (``git:<clone>@<revs>:<docs path>``), dated by their commits, the
+audit's date the newest release's. It writes a random sample of the findings (stale and
+contradicted claims) and a sample of supported claims to a CSV, each row with the claim, its
+label and confidence, the evidence sentence, the rationale and the text of the same page at the
+newest release, and an empty ``verdict`` column for a person to fill:
+
+- a finding row: ``real`` (the newest release states another fact) or ``false``;
+- a supported row: ``right`` (still true) or ``missed`` (the fact changed: missed drift).
+
+``kbaudit bench findings --score FILE`` reads a judged CSV and prints the precision of the
+findings with its 95% Wilson interval (``precision``, ``precision_lo``, ``precision_hi``), the
+same at stricter confidence floors (``precision_at_0.7``, ``precision_at_0.8``) and the share of
+supported claims judged right (``supported_right``, with its interval). Unjudged rows are counted
+(``unjudged``) and left out.
+
+The data folder comes from ``--data`` or ``$KBAUDIT_DATA/docs-histories``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import math
+import random
+import subprocess
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import pygit2
+from pydantic import BaseModel, Field
+
+from bench import data_path
+from kb.chain import run_audit
+from kb.config import Settings
+from kb.config.gitspec import open_repository
+from kb.errors import ConfigError
+from kb.evidence.git_source import _tags
+
+log = logging.getLogger("kbaudit.bench.findings")
+
+FINDING_LABELS = ("stale", "contradicted")
+COLUMNS = ("row", "project", "kind", "doc_id", "claim", "label", "confidence", "evidence", "evidence_source", "rationale",
+           "newest_page", "newest_text", "verdict", "note")  # fmt: skip
+# what a person writes in the verdict column, read loosely (case, surrounding space)
+REAL, FALSE, RIGHT, MISSED = ("real", "yes", "y", "1", "true"), ("false", "no", "n", "0"), ("right", "ok", "correct"), ("missed",)
+STRICTER = (0.7, 0.8)
+NEWEST_TEXT_CHARS = 20_000  # a judge reads the page; a wiki-sized page is cut here
+
+
+class Params(BaseModel):
+    """`kbaudit bench findings` parameters."""
+
+    project: str | None = Field(default=None, description="the project of the docs-histories folder to audit")
+    data: str = Field(
+        default_factory=lambda: data_path("docs-histories"),
+        description="a docs-histories folder: <project>.bundle files and manifest.json (default: $KBAUDIT_DATA/docs-histories)",
+    )
+    old: str | None = Field(default=None, description="the release audited as the KB (default: the fourth newest)")
+    revs: str | None = Field(
+        default=None, description="comma-separated releases read as sources (default: the three after --old, newest last)"
+    )
+    sample: int = Field(default=40, description="findings to sample (default 40)")
+    supported_sample: int = Field(default=20, description="supported claims to sample (default 20)")
+    seed: int = 24
+    depth: str = Field(default="D1", description="verification depth (default D1)")
+    sample_csv: str | None = Field(default=None, description="write the sample to judge here (CSV)")
+    score: str | None = Field(default=None, description="score a judged sample CSV instead of auditing")
+    workdir: str | None = Field(default=None, description="keep the clone and the stage caches here (default: a temporary folder)")
+
+
+def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a proportion (sound at the small n a judged sample has)."""
+    if n == 0:
+        return 0.0, 0.0
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def score(path: Path) -> dict[str, float]:
+    """Precision of a judged sample (see the module docstring)."""
+    if not path.is_file():
+        raise ConfigError(f"bench findings: --score {path}: no such file")
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    missing = {"kind", "confidence", "verdict"} - set(rows[0] if rows else {})
+    if missing:
+        raise ConfigError(f"bench findings: --score {path}: not a findings sample (no {', '.join(sorted(missing))} column)")
+    out: dict[str, float] = {"unjudged": 0.0}
+    findings, supported = [], []
+    for row in rows:
+        verdict = (row.get("verdict") or "").strip().lower()
+        if not verdict:
+            out["unjudged"] += 1
+            continue
+        if row["kind"] == "finding":
+            if verdict not in REAL + FALSE:
+                raise ConfigError(f"bench findings: row {row.get('row')}: verdict {verdict!r}: a finding is judged real or false")
+            findings.append((float(row["confidence"] or 0), verdict in REAL))
+        else:
+            if verdict not in RIGHT + MISSED:
+                raise ConfigError(f"bench findings: row {row.get('row')}: verdict {verdict!r}: a supported claim is judged right or missed")
+            supported.append(verdict in RIGHT)
+    hits = sum(real for _, real in findings)
+    lo, hi = wilson(hits, len(findings))
+    out.update(judged=float(len(findings)), precision=hits / len(findings) if findings else 0.0, precision_lo=lo, precision_hi=hi)
+    for floor in STRICTER:
+        kept = [real for conf, real in findings if conf >= floor]
+        out[f"precision_at_{floor}"] = sum(kept) / len(kept) if kept else 0.0
+        out[f"judged_at_{floor}"] = float(len(kept))
+    right = sum(supported)
+    lo, hi = wilson(right, len(supported))
+    out.update(supported_judged=float(len(supported)), supported_right=right / len(supported) if supported else 0.0,
+               supported_right_lo=lo, supported_right_hi=hi)  # fmt: skip
+    return {k: round(v, 4) for k, v in out.items()}
+
+
+def project_entry(data: Path, name: str) -> dict:
+    manifest = data / "manifest.json"
+    if not manifest.is_file():
+        raise ConfigError(f"bench findings: {data} has no manifest.json (pass --data, a docs-histories folder)")
+    entries = {e["project"]: e for e in json.loads(manifest.read_text("utf-8"))}
+    if name not in entries:
+        raise ConfigError(f"bench findings: no project {name!r} in {manifest} (projects: {', '.join(sorted(entries))})")
+    return entries[name]
+
+
+def docs_path_at(repo: pygit2.Repository, rev: str, candidates: list[str]) -> str:
+    """The first of the manifest's docs paths that the release's tree holds."""
+    tree = repo.revparse_single(rev).peel(pygit2.Commit).tree
+    for path in candidates:
+        try:
+            tree[path.rstrip("/")]
+        except KeyError:
+            continue
+        return path.rstrip("/")
+    raise ConfigError(f"bench findings: {rev} holds none of the docs paths {', '.join(candidates)}")
+
+
+def choose_revs(tags: list[str], old: str | None, revs: str | None) -> tuple[str, list[str]]:
+    if old is None:
+        if len(tags) < 2:
+            raise ConfigError("bench findings: the history needs at least two releases")
+        old = tags[max(0, len(tags) - 4)]
+    if old not in tags:
+        raise ConfigError(f"bench findings: --old {old}: not a release of this history ({', '.join(tags)})")
+    later = [t for t in tags[tags.index(old) + 1 :]]
+    chosen = [r.strip() for r in revs.split(",") if r.strip()] if revs else later[-3:]
+    unknown = [r for r in chosen if r not in tags]
+    if unknown or not chosen:
+        raise ConfigError(f"bench findings: --revs {revs}: {', '.join(unknown) or 'none'} not releases of this history")
+    return old, chosen
+
+
+def page_text(repo: pygit2.Repository, rev: str, path: str) -> str:
+    try:
+        blob = repo.revparse_single(rev).peel(pygit2.Commit).tree[path]
+    except KeyError:
+        return ""
+    return blob.data.decode("utf-8", errors="replace")[:NEWEST_TEXT_CHARS] if isinstance(blob, pygit2.Blob) else ""
+
+
+def sample_rows(result, repo, project: str, newest: str, docs_path: str, params: Params) -> list[dict]:
+    claims = {c.claim_id: c for c in result.claims}
+    rng = random.Random(params.seed)
+    findings = [v for v in result.verdicts if v.label in FINDING_LABELS and v.claim_id in claims]
+    supported = [v for v in result.verdicts if v.label == "supported" and v.claim_id in claims]
+    picked = [("finding", v) for v in rng.sample(findings, min(params.sample, len(findings)))]
+    picked += [("supported", v) for v in rng.sample(supported, min(params.supported_sample, len(supported)))]
+    evidence = result.evidence
+    rows = []
+    for n, (kind, v) in enumerate(picked, 1):
+        claim = claims[v.claim_id]
+        ev = [e for e in evidence.get(v.claim_id, []) if e.evidence_id in set(v.evidence_ids)] if v.evidence_ids else []
+        source = f"{ev[0].source_id}@{ev[0].source_version}" if ev else ""
+        path = f"{docs_path}/{claim.doc_id}" if docs_path else claim.doc_id
+        rows.append({
+            "row": n, "project": project, "kind": kind, "doc_id": claim.doc_id, "claim": claim.source_text, "label": v.label,
+            "confidence": round(v.confidence, 3), "evidence": v.evidence_sentence or (ev[0].sentence if ev else ""),
+            "evidence_source": source, "rationale": v.rationale, "newest_page": f"{path}@{newest}",
+            "newest_text": page_text(repo, newest, path), "verdict": "", "note": "",
+        })  # fmt: skip
+    return rows
+
+
+def audit(params: Params, work: Path) -> dict[str, float]:
+    if not params.project:
+        raise ConfigError("bench findings: pass --project NAME (or --score FILE)")
+    if not params.data:
+        raise ConfigError("bench findings: pass --data (a docs-histories folder) or set KBAUDIT_DATA")
+    data = Path(params.data)
+    entry = project_entry(data, params.project)
+    clone = work / f"{params.project}.git"
+    if not clone.exists():
+        subprocess.run(["git", "clone", "--quiet", "--bare", str(data / entry["bundle"]), str(clone)], check=True, capture_output=True)
+    repo = open_repository(str(clone))
+    tags = [t.name for t in _tags(repo)]
+    old, revs = choose_revs(tags, params.old, params.revs)
+    newest = revs[-1]
+    kb_path, src_path = docs_path_at(repo, old, entry["docs_paths"]), docs_path_at(repo, newest, entry["docs_paths"])
+    today = date.fromtimestamp(repo.revparse_single(newest).peel(pygit2.Commit).committer.time)
+    settings = Settings(docs=f"git:{clone}@{old}:{kb_path}", sources=[f"git:{clone}@{','.join(revs)}:{src_path}"],
+                        depth=params.depth, today=today, full=True)  # fmt: skip
+    settings.validate()
+    log.info("%s: KB %s@%s, sources %s", params.project, kb_path, old, ",".join(revs))
+    t0 = time.perf_counter()
+    result = run_audit(settings, cache_dir=work / "cache")
+    audit_s = time.perf_counter() - t0
+    labels = result.label_counts()
+    checkworthy = sum(1 for c in result.claims if c.checkworthy)
+    found = sum(labels[label] for label in FINDING_LABELS)
+    if params.sample_csv:
+        rows = sample_rows(result, repo, params.project, newest, src_path, params)
+        with open(params.sample_csv, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+        log.info("%s: %d rows to judge in %s", params.project, len(rows), params.sample_csv)
+    metrics = {
+        "claims": float(len(result.claims)), "checkworthy": float(checkworthy), "findings": float(found),
+        "findings_per_100_checkworthy": 100.0 * found / checkworthy if checkworthy else 0.0,
+        **{f"label_{k}": float(v) for k, v in labels.items()}, "audit_s": audit_s,
+    }  # fmt: skip
+    return {k: round(v, 4) for k, v in metrics.items()}
+
+
+def run(params: Params) -> dict[str, float]:
+    if params.score:
+        return score(Path(params.score))
+    if params.workdir:
+        Path(params.workdir).mkdir(parents=True, exist_ok=True)
+        return audit(params, Path(params.workdir))
+    with tempfile.TemporaryDirectory(prefix="kbaudit-findings-") as tmp:
+        return audit(params, Path(tmp))

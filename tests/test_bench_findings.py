@@ -1,0 +1,88 @@
+"""`kbaudit bench findings`: a real docs history in a git bundle, audited in git mode as a new
+user would, sampled to a CSV to judge; a judged CSV scored with its interval."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench.findings import Params, choose_revs, run, score, wilson
+from kb.errors import ConfigError
+from tests.test_git_sources import make_repo, release
+
+GUIDE_V1 = (
+    "# Guide\n\nThe default timeout is 30 seconds for every request.\n\n"
+    "Uploads are limited to 10 MB per file.\n\nThe client retries a failed request three times.\n"
+)
+GUIDE_V2 = GUIDE_V1.replace("30 seconds", "60 seconds")
+GUIDE_V3 = GUIDE_V2.replace("Uploads are limited to 10 MB per file.", "Uploads are limited to 10 MB per file, in every plan.")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("histories")
+    repo = make_repo(root, "product")
+    release(repo, "v1.0.0", "2024-01-10", {"docs/guide.md": GUIDE_V1})
+    release(repo, "v1.1.0", "2024-06-10", {"docs/guide.md": GUIDE_V2})
+    release(repo, "v1.2.0", "2024-11-10", {"docs/guide.md": GUIDE_V3})
+    data = root / "docs-histories"
+    data.mkdir()
+    subprocess.run(["git", "-C", str(repo), "bundle", "create", str(data / "product.bundle"), "--all"], check=True, capture_output=True)
+    tags = [{"tag": t, "date": d} for t, d in (("v1.0.0", "2024-01-10"), ("v1.1.0", "2024-06-10"), ("v1.2.0", "2024-11-10"))]
+    manifest = [{"project": "product", "bundle": "product.bundle", "docs_paths": ["docs/"], "format": "Markdown", "tags": tags}]
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    return data
+
+
+@pytest.mark.slow
+def test_the_changed_default_is_a_finding_to_judge_and_the_judged_sample_scores(corpus, tmp_path):
+    sample = tmp_path / "sample.csv"
+    metrics = run(Params(project="product", data=str(corpus), old="v1.0.0", sample_csv=str(sample), workdir=str(tmp_path / "w")))
+    assert metrics["checkworthy"] >= 3 and metrics["findings"] >= 1, metrics
+    with sample.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    findings = [r for r in rows if r["kind"] == "finding"]
+    assert any("30 seconds" in r["claim"] for r in findings), rows
+    timeout = next(r for r in findings if "30 seconds" in r["claim"])
+    assert timeout["label"] in ("stale", "contradicted") and "60 seconds" in timeout["evidence"] and timeout["verdict"] == ""
+    assert timeout["newest_page"] == "docs/guide.md@v1.2.0" and "60 seconds" in timeout["newest_text"]
+    supported = [r for r in rows if r["kind"] == "supported"]
+    assert supported and not any("30 seconds" in r["claim"] for r in supported)
+
+    for r in rows:  # a person's judgement: the timeout finding is real, anything else flagged is not
+        r["verdict"] = ("real" if "30 seconds" in r["claim"] else "false") if r["kind"] == "finding" else "right"
+    judged = tmp_path / "judged.csv"
+    with judged.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    scored = score(judged)
+    real = sum(1 for r in findings if "30 seconds" in r["claim"])
+    assert scored["judged"] == len(findings) and scored["precision"] == round(real / len(findings), 4)
+    assert scored["precision_lo"] <= scored["precision"] <= scored["precision_hi"]
+    assert scored["supported_right"] == 1.0 and scored["unjudged"] == 0
+
+
+def test_wilson_interval_and_bad_judgements(tmp_path):
+    lo, hi = wilson(36, 40)
+    assert 0.76 < lo < 0.77 and 0.96 < hi < 0.97  # 0.90 of 40 judged
+    assert wilson(0, 0) == (0.0, 0.0)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("row,kind,confidence,verdict\n1,finding,0.9,maybe\n")
+    with pytest.raises(ConfigError, match="judged real or false"):
+        score(bad)
+    with pytest.raises(ConfigError, match="not a findings sample"):
+        (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+        score(tmp_path / "other.csv")
+
+
+def test_release_choice():
+    tags = ["1.0", "1.1", "1.2", "1.3", "1.4"]
+    assert choose_revs(tags, None, None) == ("1.1", ["1.2", "1.3", "1.4"])
+    assert choose_revs(tags, "1.0", "1.4") == ("1.0", ["1.4"])
+    with pytest.raises(ConfigError, match="not a release"):
+        choose_revs(tags, "2.0", None)
