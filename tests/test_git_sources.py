@@ -291,3 +291,28 @@ def test_a_claim_only_a_deleted_page_supported_is_reported_removed_in_the_deleti
     assert gone.label == "stale" and gone.action.startswith("removed in v2.0.0"), gone
     assert verdict["The agent polls every 5 minutes."].label == "stale", verdict["The agent polls every 5 minutes."]
     assert verdict["Logs are kept for 14 days."].label == "supported"
+
+
+def test_a_fact_whose_page_was_split_off_is_not_removed(tmp_path):
+    """A removal needs the fact's absence from the whole newest corpus: a section that moved to
+    a page of its own between releases still states its facts, so they stay supported, while a
+    sentence dropped everywhere is still reported removed."""
+    from kb.chain import run_audit
+
+    repo = make_repo(tmp_path)
+    intro = "# Guide\n\nThe client is configured with a TOML file.\n\n"
+    proxies = "## Proxies\n\nThe client reads the proxy address from the `HTTPS_PROXY` variable.\n\nProxy credentials are sent with basic authentication.\n\n"
+    dropped = "The `--legacy-tls` flag turns on TLS 1.0 for old servers.\n"
+    release(repo, "v1.0.0", "2024-01-10", {"docs/guide.md": intro + proxies + dropped})
+    release(repo, "v2.0.0", "2024-09-01", {"docs/guide.md": intro, "docs/proxies.md": proxies.replace("## Proxies", "# Proxies")})
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "guide.md").write_text("---\nupdated: 2024-01-10\n---\n" + intro + proxies + dropped)
+    settings = Settings(docs=kb, sources=[f"git:{repo}@tags:docs"], depth="D0", today=TODAY, full=True).validate()
+    result = run_audit(settings)
+    verdict = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    moved = verdict["The client reads the proxy address from the HTTPS_PROXY variable."]
+    assert moved.label == "supported", moved
+    assert verdict["Proxy credentials are sent with basic authentication."].label == "supported"
+    gone = verdict["The --legacy-tls flag turns on TLS 1.0 for old servers."]
+    assert gone.label == "stale" and gone.action.startswith("removed in v2.0.0"), gone

@@ -44,7 +44,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 from scipy import sparse
 
@@ -78,6 +78,9 @@ LOCAL_EDIT = (2, 3)
 # an older sentence with no sentence at least this like it (fuzz.ratio) in the newest version of
 # its source was removed there, not reworded
 REMOVED_BELOW = 70
+# a sentence of the newest corpus at least this like an older sentence (fuzz.ratio on the
+# sentence keys) still states it: its page moved, was split or renamed, the fact did not go
+STILL_STATED = 90
 
 
 def _sentence_key(text: str) -> str:
@@ -307,6 +310,7 @@ class Retriever:
         self._aligned: dict[int, dict[int, tuple[str, int]]] = {}  # older version -> diff, lazily
         self._headings: dict[int, dict[tuple[str, ...], list[int]]] = {}  # version -> section -> its sentences, lazily
         self._sentence_starts = np.zeros(0, dtype=np.int64)
+        self._current: tuple[dict[str, int], list[str], list[int]] | None = None  # the newest corpus's sentence keys, lazily
 
     # ------------------------------------------------------------ index
 
@@ -317,6 +321,7 @@ class Retriever:
 
     def index(self, sources: list[SourceDoc]) -> None:
         """(Re)build the index over every passage of every source version."""
+        self._current = None
         passages, sentences, p_sent, version_of, ranges, sent_ranges = [], [], [], [], [], []
         by_source: dict[str, list[int]] = {}
         texts = []
@@ -774,6 +779,31 @@ class Retriever:
                 return ""  # reworded in place or elsewhere on the page: a revision, not a removal
         return p.source_rev or (p.source_date.isoformat() if p.source_date else "")
 
+    def still_stated(self, sentence: int) -> int | None:
+        """A sentence of the newest corpus (the newest version of every source that was not
+        deleted) that states ``sentence`` word for word or nearly (``STILL_STATED``); None when
+        none does. A removal needs the fact's absence everywhere: a page that moved, was split or
+        renamed takes its sentences with it, and what its old place lost still stands there."""
+        if self._current is None:
+            exact: dict[str, int] = {}
+            keys, where = [], []
+            for v in self._newest_version.values():
+                a, _ = self._version_range[v]
+                if self.passages[a].deleted_in:
+                    continue
+                for i in range(*self._version_sentences[v]):
+                    key = _sentence_key(self.sentences[i].text)
+                    exact.setdefault(key, i)
+                    keys.append(key)
+                    where.append(i)
+            self._current = (exact, keys, where)
+        exact, keys, where = self._current
+        key = _sentence_key(self.sentences[sentence].text)
+        if key in exact:
+            return exact[key]
+        found = process.extractOne(key, keys, scorer=fuzz.ratio, processor=None, score_cutoff=STILL_STATED)
+        return None if found is None else where[found[2]]
+
     def _sentence_home(self, sentence: int) -> tuple[str, tuple[str, ...]]:
         """The source and heading path a sentence stands under (the same in every version)."""
         v = self._version_of_sentence(sentence)
@@ -880,10 +910,21 @@ class Retriever:
                     sentence[t] = n
                     if tag == "replaced":
                         counterpart_of[t] = self.passages[j].passage_id
+                gone_in: dict[int, str] = {}
+                for j in list(chosen):
+                    gone = self.removed_in(sentence[j]) or self.passages[j].deleted_in
+                    stands = self.still_stated(sentence[j]) if gone else None
+                    t = None if stands is None else self._passage_holding(stands, sentence)
+                    if stands is None or t is None:
+                        gone_in[j] = gone
+                        continue
+                    # the fact stands in the newest corpus: its passage there is evidence too
+                    chosen.append(t)
+                    sentence[t] = stands
                 ev = []
                 for rank, j in enumerate(chosen, start=1):
                     p = self.passages[j]
-                    gone = self.removed_in(sentence[j]) or p.deleted_in
+                    gone = gone_in.get(j, "")
                     ev.append(
                         Evidence(
                             claim_id=claim.claim_id,
