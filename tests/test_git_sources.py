@@ -316,3 +316,28 @@ def test_a_fact_whose_page_was_split_off_is_not_removed(tmp_path):
     assert verdict["Proxy credentials are sent with basic authentication."].label == "supported"
     gone = verdict["The --legacy-tls flag turns on TLS 1.0 for old servers."]
     assert gone.label == "stale" and gone.action.startswith("removed in v2.0.0"), gone
+
+
+def test_what_the_newest_release_states_as_written_is_supported(tmp_path):
+    """A list of bare names the newest release still holds under the same heading is supported
+    as written (a model reading one name against another is no contradiction), as is a sentence
+    it states word for word on another page; a changed value is still a finding."""
+    from kb.chain import run_audit
+
+    repo = make_repo(tmp_path)
+    errors = "# Errors\n\n## The hierarchy\n\n* HTTPError\n    * RequestError\n        * TransportError\n        * DecodingError\n    * StatusError\n\n"
+    limits = "## Limits\n\nThe default timeout is 30 seconds.\n\nResponses are decoded with the charset that the server declares.\n"
+    release(repo, "v1.0.0", "2024-01-10", {"docs/errors.md": errors + limits})
+    release(repo, "v2.0.0", "2024-09-01", {"docs/errors.md": errors + "## Limits\n\nThe default timeout is 60 seconds.\n",
+                                           "docs/encoding.md": "# Encoding\n\nResponses are decoded with the charset that the server declares.\n"})  # fmt: skip
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "errors.md").write_text("---\nupdated: 2024-01-10\n---\n" + errors + limits)
+    settings = Settings(docs=kb, sources=[f"git:{repo}@v2.0.0:docs"], depth="D1", today=TODAY, full=True).validate()
+    result = run_audit(settings)
+    verdict = {c.source_text: v for c in result.claims if c.checkworthy for v in result.verdicts if v.claim_id == c.claim_id}
+    for name in ("RequestError", "TransportError", "DecodingError", "StatusError"):
+        assert verdict[name].label == "supported" and "word for word" in verdict[name].rationale, (name, verdict[name])
+    moved = verdict["Responses are decoded with the charset that the server declares."]
+    assert moved.label == "supported" and moved.evidence_sentence == "Responses are decoded with the charset that the server declares."
+    assert verdict["The default timeout is 30 seconds."].label in ("contradicted", "stale")

@@ -78,13 +78,18 @@ LOCAL_EDIT = (2, 3)
 # an older sentence with no sentence at least this like it (fuzz.ratio) in the newest version of
 # its source was removed there, not reworded
 REMOVED_BELOW = 70
+# a claim as written that the newest corpus states word for word counts as stated there when it is
+# a sentence of at least this many words, or stands under the same heading path (a list item, an
+# option line: short text that recurs on many pages means something only in its place)
+VERBATIM_ANYWHERE_WORDS = 6
 # a sentence of the newest corpus at least this like an older sentence (fuzz.ratio on the
 # sentence keys) still states it: its page moved, was split or renamed, the fact did not go
 STILL_STATED = 90
 
 
-def _sentence_key(text: str) -> str:
-    """A sentence as compared across versions: case, punctuation and spacing ignored."""
+def sentence_key(text: str) -> str:
+    """A sentence as compared across versions (and a claim as written with them): case,
+    punctuation and spacing ignored."""
     return " ".join(_TOKEN.findall(text.lower()))
 
 
@@ -310,7 +315,7 @@ class Retriever:
         self._aligned: dict[int, dict[int, tuple[str, int]]] = {}  # older version -> diff, lazily
         self._headings: dict[int, dict[tuple[str, ...], list[int]]] = {}  # version -> section -> its sentences, lazily
         self._sentence_starts = np.zeros(0, dtype=np.int64)
-        self._current: tuple[dict[str, int], list[str], list[int]] | None = None  # the newest corpus's sentence keys, lazily
+        self._current: tuple[dict[str, list[int]], list[str], list[int]] | None = None  # the newest corpus's sentence keys, lazily
 
     # ------------------------------------------------------------ index
 
@@ -774,8 +779,8 @@ class Retriever:
             if any(self.sentences[i].text.startswith(subject) for i in range(na, nb)):
                 return ""
         else:
-            key = _sentence_key(text)
-            if any(fuzz.ratio(key, _sentence_key(self.sentences[i].text)) >= REMOVED_BELOW for i in range(na, nb)):
+            key = sentence_key(text)
+            if any(fuzz.ratio(key, sentence_key(self.sentences[i].text)) >= REMOVED_BELOW for i in range(na, nb)):
                 return ""  # reworded in place or elsewhere on the page: a revision, not a removal
         return p.source_rev or (p.source_date.isoformat() if p.source_date else "")
 
@@ -784,25 +789,46 @@ class Retriever:
         deleted) that states ``sentence`` word for word or nearly (``STILL_STATED``); None when
         none does. A removal needs the fact's absence everywhere: a page that moved, was split or
         renamed takes its sentences with it, and what its old place lost still stands there."""
+        exact, keys, where = self._newest_corpus()
+        key = sentence_key(self.sentences[sentence].text)
+        if key in exact:
+            return exact[key][0]
+        found = process.extractOne(key, keys, scorer=fuzz.ratio, processor=None, score_cutoff=STILL_STATED)
+        return None if found is None else where[found[2]]
+
+    def _newest_corpus(self) -> tuple[dict[str, list[int]], list[str], list[int]]:
+        """The sentence keys of the newest version of every source that was not deleted: key ->
+        its sentences, and the keys and sentences in order (for fuzzy lookups)."""
         if self._current is None:
-            exact: dict[str, int] = {}
+            exact: dict[str, list[int]] = {}
             keys, where = [], []
-            for v in self._newest_version.values():
+            for sid, versions in self._versions_by_source.items():
+                # a source read once is current as it is; of several dated versions, the newest
+                v = self._newest_version.get(sid, versions[-1])
                 a, _ = self._version_range[v]
                 if self.passages[a].deleted_in:
                     continue
                 for i in range(*self._version_sentences[v]):
-                    key = _sentence_key(self.sentences[i].text)
-                    exact.setdefault(key, i)
+                    key = sentence_key(self.sentences[i].text)
+                    exact.setdefault(key, []).append(i)
                     keys.append(key)
                     where.append(i)
             self._current = (exact, keys, where)
-        exact, keys, where = self._current
-        key = _sentence_key(self.sentences[sentence].text)
-        if key in exact:
-            return exact[key]
-        found = process.extractOne(key, keys, scorer=fuzz.ratio, processor=None, score_cutoff=STILL_STATED)
-        return None if found is None else where[found[2]]
+        return self._current
+
+    def stated_verbatim(self, claim: Claim) -> int | None:
+        """A sentence of the newest corpus that states the claim as written, word for word: under
+        the claim's heading path, or anywhere for a sentence of ``VERBATIM_ANYWHERE_WORDS`` words
+        or more. None when there is none."""
+        key = sentence_key(claim.source_text)
+        found = self._newest_corpus()[0].get(key) if key else None
+        if not found:
+            return None
+        section = tuple(claim.section.split(" > ")) if claim.section else ()
+        here = [i for i in found if self.sentences[i].section == section]
+        if here:
+            return here[0]
+        return found[0] if len(key.split()) >= VERBATIM_ANYWHERE_WORDS else None
 
     def _sentence_home(self, sentence: int) -> tuple[str, tuple[str, ...]]:
         """The source and heading path a sentence stands under (the same in every version)."""
@@ -825,8 +851,8 @@ class Retriever:
         place. A longer replaced run is a rewritten section, where a fact was more often
         dropped than changed: none of it is taken as a counterpart."""
         (oa, ob), (na, nb) = self._version_sentences[old], self._version_sentences[new]
-        old_keys = [_sentence_key(self.sentences[i].text) for i in range(oa, ob)]
-        new_keys = [_sentence_key(self.sentences[i].text) for i in range(na, nb)]
+        old_keys = [sentence_key(self.sentences[i].text) for i in range(oa, ob)]
+        new_keys = [sentence_key(self.sentences[i].text) for i in range(na, nb)]
         where_now: dict[str, list[int]] = {}
         for i, k in enumerate(new_keys):
             where_now.setdefault(k, []).append(na + i)
@@ -910,6 +936,13 @@ class Retriever:
                     sentence[t] = n
                     if tag == "replaced":
                         counterpart_of[t] = self.passages[j].passage_id
+                # the newest corpus states the claim as written: that sentence is evidence, whatever ranked first
+                verbatim = self.stated_verbatim(claim)
+                t = None if verbatim is None else self._passage_holding(verbatim)
+                if verbatim is not None and t is not None and verbatim not in sentence.values():
+                    if t not in sentence:
+                        chosen.insert(0, t)
+                    sentence[t] = verbatim  # a chosen passage holding it reads as that sentence
                 gone_in: dict[int, str] = {}
                 for j in list(chosen):
                     gone = self.removed_in(sentence[j]) or self.passages[j].deleted_in

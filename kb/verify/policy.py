@@ -28,6 +28,7 @@ from datetime import date
 
 from kb.claims.split import SETTING_NOTE
 from kb.claims.text import passage_sentences
+from kb.evidence.retrieve import VERBATIM_ANYWHERE_WORDS, sentence_key
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.slots import canonical, extract, informative_words, similarity, word_tokens
 
@@ -59,6 +60,9 @@ _FINITE_VERB = re.compile(
 )
 
 UNDECIDABLE_TYPES = ("speculative", "normative")
+# A source's newest version that states the claim as written, word for word, settles it: the
+# fact did not change there, whatever a model reads into another sentence.
+STATED_AS_WRITTEN_CONFIDENCE = 0.95
 REMOVED_ACTION = "removed in"  # a stale verdict's action that starts so: the fact is gone, not changed
 
 
@@ -90,6 +94,16 @@ def newest_dates(evidence) -> dict[str, date]:
         if e.source_id not in newest or d > newest[e.source_id]:
             newest[e.source_id] = d
     return newest
+
+
+def stated_as_written(claim: Claim, e: Evidence) -> bool:
+    """Whether the evidence sentence is the claim as written, word for word (case, punctuation and
+    spacing aside): under the same heading path, or anywhere for a whole sentence (a short line
+    such as "Optional, Default=false" means something only under its heading)."""
+    key = sentence_key(claim.source_text)
+    if not key or sentence_key(e.sentence) != key:
+        return False
+    return e.section == claim.section or len(key.split()) >= VERBATIM_ANYWHERE_WORDS
 
 
 def decide(
@@ -137,6 +151,22 @@ def decide(
     def best(items, relation, threshold):
         hits = [(e, j) for e, j in items if j.relation == relation and j.confidence >= threshold]
         return max(hits, key=lambda p: (p[1].confidence, p[1].tier == "rules"), default=None)
+
+    if not claim.time_sensitive:
+        written = [e for items in current.values() for e, _ in items if stated_as_written(claim, e)]
+        e = max(written, key=lambda e: _date_key(e.source_date), default=None)
+        # ... unless a newer source refutes it (a changelog entry that changed the value)
+        newer = e is not None and any(
+            j.relation == "refutes" and j.confidence >= th["refute"] and _date_key(x.source_date) > _date_key(e.source_date)
+            for items in current.values() for x, j in items
+        )  # fmt: skip
+        if e is not None and not newer:
+            return Verdict(
+                **base, label="supported", confidence=STATED_AS_WRITTEN_CONFIDENCE, tier="rules",
+                rationale=f"{e.source_id}" + (f" ({e.source_date.isoformat()})" if e.source_date else "")
+                + ": its newest version states the claim word for word",
+                evidence_sentence=e.sentence,
+            )  # fmt: skip
 
     vague = underspecified(claim.text)
     if vague:
