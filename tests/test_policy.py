@@ -3,8 +3,12 @@
 import dataclasses
 from datetime import date
 
+import pytest
+
+from kb.errors import ConfigError
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.policy import decide, document_status
+from tests.conftest import DEMO_TODAY
 
 TODAY = date(2025, 6, 1)
 
@@ -279,3 +283,26 @@ def test_a_change_of_notation_only_is_no_revision():
     # a changed word is still a revision
     reworded = ev("widgets.md", NEW, rank=2, sentence="Widgets and add-ons can be loaded from the extensions folder.")
     assert decide(c, [old, reworded], [SUP, NEI], TODAY).label == "stale"
+
+
+def test_the_confidence_floor_turns_weaker_findings_uncertain():
+    """`min_confidence` is an operating point: on the demo KB a floor leaves only the findings at
+    or above it, the others uncertain with their reading kept, and no finding is added."""
+    from kb.chain import run_audit
+    from kb.config import load_settings
+
+    base = run_audit(load_settings({"today": DEMO_TODAY}, environ={}).validate())
+    floor = 0.8
+    strict = run_audit(load_settings({"today": DEMO_TODAY, "min_confidence": floor}, environ={}).validate())
+    before = {v.claim_id: v for v in base.verdicts}
+    findings = ("stale", "contradicted")
+    assert any(v.label in findings and v.confidence < floor for v in base.verdicts)  # the demo has weaker findings
+    for v in strict.verdicts:
+        old = before[v.claim_id]
+        if old.label in findings and old.confidence < floor:
+            assert v.label == "uncertain" and f"below the confidence floor {floor:g}: read as {old.label}" in v.rationale
+        else:
+            assert v.label == old.label
+    assert sum(v.label in findings for v in strict.verdicts) < sum(v.label in findings for v in base.verdicts)
+    with pytest.raises(ConfigError):
+        load_settings({"min_confidence": 1.5}, environ={})

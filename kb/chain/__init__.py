@@ -44,6 +44,7 @@ from kb.escalate.route import DEEP_DEPTHS, EscalationResult
 from kb.log import logger
 from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, Verdict
 from kb.store import Store, new_run_id
+from kb.verify.policy import apply_confidence_floor
 
 __all__ = [
     "audit_and_commit",
@@ -234,6 +235,9 @@ def run_audit(
     escalation: EscalationResult = runner("escalate", escalate_stage, result.claims, result.evidence, result.verdicts, settings, lessons)
     result.escalation = escalation
     result.verdicts, result.lessons = escalation.verdicts, escalation.lessons
+    # after escalation, on cached and fresh verdicts alike: the floor is a reading of the verdicts,
+    # not part of them, so changing it redoes nothing
+    result.verdicts = apply_confidence_floor(result.verdicts, settings.min_confidence)
     for note in escalation.summary_notes:
         logger.info("%s%s", tag, note)
 

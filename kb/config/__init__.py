@@ -253,6 +253,12 @@ class Settings(Section):
     )
     dask_workers: int = Field(default=2, **_flag("worker processes of the local dask cluster (default 2)"))
     fail_on: tuple[str, ...] = Field(default=(), **_flag("comma-separated labels that make the exit status 1"))
+    min_confidence: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        **_flag("findings (stale, contradicted) below this confidence are reported uncertain: fewer, surer findings (default 0)"),
+    )
     changed_since: str | None = Field(
         default=None,
         **_flag(

@@ -29,7 +29,7 @@ from datetime import date
 from kb.claims.split import SETTING_NOTE
 from kb.claims.text import passage_sentences
 from kb.evidence.retrieve import VERBATIM_ANYWHERE_WORDS, sentence_key
-from kb.records import Claim, Evidence, Judgement, Verdict
+from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.slots import canonical, extract, informative_words, similarity, word_tokens
 
 DEFAULT_THRESHOLDS = {
@@ -94,6 +94,22 @@ def newest_dates(evidence) -> dict[str, date]:
         if e.source_id not in newest or d > newest[e.source_id]:
             newest[e.source_id] = d
     return newest
+
+
+def apply_confidence_floor(verdicts: list[Verdict], floor: float) -> list[Verdict]:
+    """Findings (stale, contradicted) below ``floor`` reported uncertain, their reading kept in the
+    rationale: the operating point a team chooses (``min_confidence``), fewer findings, surer ones."""
+    if floor <= 0:
+        return verdicts
+    out = []
+    for v in verdicts:
+        if v.label in ("stale", "contradicted") and v.confidence < floor:
+            v = replaced(
+                v, label="uncertain", gap_type="technical", gap_severity="low", action="review by hand if it matters",
+                rationale=f"below the confidence floor {floor:g}: read as {v.label} at {v.confidence:.2f} ({v.rationale})",
+            )  # fmt: skip
+        out.append(v)
+    return out
 
 
 def stated_as_written(claim: Claim, e: Evidence) -> bool:
