@@ -42,6 +42,7 @@ BENCHES = {
     "deep": "bench.deep",
     "pr": "bench.pr",
     "git": "bench.gitload",
+    "parse": "bench.parse_fidelity",
 }
 
 
