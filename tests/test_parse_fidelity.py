@@ -1,0 +1,121 @@
+"""Parser fidelity: pages of the shapes real documentation has, read without losing or garbling prose."""
+
+from kb.claims.split import split_claims
+from kb.ingest.parse import parse_document
+
+
+def _blocks(text: str, path: str):
+    doc = parse_document(text.encode("utf-8"), path, path)
+    for b in doc.blocks:  # every block's offsets point at its own characters in the page
+        assert all(doc.text[o] == ch for o, ch in zip(b.offsets, b.text) if not ch.isspace()), b.text
+    return doc, [(b.kind, b.text) for b in doc.blocks]
+
+
+# ---------------------------------------------------------------------------------------------
+# reStructuredText
+
+
+def test_a_table_of_contents_does_not_take_the_sections_after_it():
+    page = """Guide
+=====
+
+.. contents::
+    :depth: 1
+    :local:
+
+Section One
+-----------
+
+The default timeout is 30 seconds for every request that the client sends.
+
+Section Two
+-----------
+
+Retries are attempted three times before the client gives up on the server.
+"""
+    doc, blocks = _blocks(page, "guide.rst")
+    assert blocks == [
+        ("heading", "Guide"),
+        ("heading", "Section One"),
+        ("paragraph", "The default timeout is 30 seconds for every request that the client sends."),
+        ("heading", "Section Two"),
+        ("paragraph", "Retries are attempted three times before the client gives up on the server."),
+    ]
+    claims = [c.source_text for c in split_claims(doc)]
+    assert "The default timeout is 30 seconds for every request that the client sends." in claims
+    assert "Retries are attempted three times before the client gives up on the server." in claims
+
+
+def test_a_word_after_a_role_is_not_taken_from_a_later_sentence():
+    page = """Logging
+=======
+
+Flask uses standard Python :mod:`logging`. Messages about your Flask
+application are logged with :meth:`app.logger <flask.Flask.logger>`,
+which takes the same name as :attr:`app.name <flask.Flask.name>`.
+
+.. code-block:: python
+
+    app.logger.info('%s logged in successfully', user.username)
+
+If you don't configure logging, Python's default log level is usually
+'warning'. Nothing below the configured level will be visible.
+"""
+    _, blocks = _blocks(page, "logging.rst")
+    assert blocks == [
+        ("heading", "Logging"),
+        (
+            "paragraph",
+            "Flask uses standard Python logging. Messages about your Flask application are logged with app.logger, "
+            "which takes the same name as app.name.",
+        ),
+        ("paragraph", "If you don't configure logging, Python's default log level is usually 'warning'. "
+                      "Nothing below the configured level will be visible."),
+    ]  # fmt: skip
+
+
+def test_a_substitution_does_not_send_the_rest_of_its_paragraph_to_its_definition():
+    page = """Fetch
+=====
+
+|fetch|_ is the built-in JavaScript solution to making requests from a page.
+You may have heard of libraries such as |XHR|_ or `jQuery`_. These are no
+longer needed in modern browsers.
+
+.. |fetch| replace:: ``fetch()``
+.. _fetch: https://developer.mozilla.org/Web/API/Fetch_API
+.. |XHR| replace:: ``XMLHttpRequest()``
+.. _XHR: https://developer.mozilla.org/Web/API/XMLHttpRequest
+.. _jQuery: https://jquery.com/
+
+Rendering
+---------
+
+Templates are rendered on the server, before the response is sent.
+"""
+    _, blocks = _blocks(page, "fetch.rst")
+    # the substitutions' text is not on the page where they stand; the words after them are
+    assert blocks[1][1].startswith("fetch is the built-in JavaScript solution to making requests from a page.")
+    assert blocks[1][1].endswith("or jQuery. These are no longer needed in modern browsers.")
+    assert blocks[2:] == [("heading", "Rendering"), ("paragraph", "Templates are rendered on the server, before the response is sent.")]
+
+
+def test_a_word_is_not_found_inside_a_longer_word_beside_it():
+    page = """Headers
+=======
+
+Note: All header values must be a ``string``, bytestring, or unicode. While permitted,
+it's advised to avoid passing unicode header values.
+
+More complicated POST requests
+------------------------------
+
+Typically, you want to send some form-encoded data.
+"""
+    _, blocks = _blocks(page, "headers.rst")
+    assert blocks[1:] == [
+        ("paragraph", "Note: All header values must be a string, bytestring, or unicode. While permitted, "
+                      "it's advised to avoid passing unicode header values."),
+        ("heading", "More complicated POST requests"),
+        ("paragraph", "Typically, you want to send some form-encoded data."),
+    ]  # fmt: skip
