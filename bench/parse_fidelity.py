@@ -15,7 +15,7 @@ reference renderer that shares no code with the parser (docs/formats.md, "Parser
   generators' container markup is taken off (front matter; ``!!!``/``???``/``===`` markers, whose
   indented bodies are read dedented; ``:::`` fence lines; Hugo shortcode lines and the code
   shortcodes' bodies; MDX ``import``/``export`` lines; snippet and include lines; attribute
-  lists). Prose: the inline text of paragraphs and headings (code spans and link labels included,
+  lists; link reference definitions; MyST directives other than docutils' admonitions). Prose: the inline text of paragraphs and headings (code spans and link labels included,
   image alt text not), and the visible text of HTML blocks. Not prose: code blocks, tables.
 - reStructuredText: docutils' document tree. Prose: the text of every element except code
   (literal, doctest and math blocks), comments, raw blocks, tables, field lists, option strings,
@@ -95,11 +95,16 @@ def words(text: str) -> Counter:
 _FRONT = re.compile(r"\A\ufeff?---[ \t]*\r?\n.*?^(?:---|\.\.\.)[ \t]*\r?$", re.S | re.M)
 _MARKER = re.compile(r"^( *)(?:!!!|\?\?\?\+?)[ \t]*[\w-]*(?:[ \t]+\"(.*)\")?.*$")
 _TAB_MARKER = re.compile(r"^( *)===\+?[ \t]+\".*\"[ \t]*$")
-_COLON = re.compile(r"^ {0,3}:{3,}[ \t]*(\{?[\w-]*\}?)[ \t]*(.*?)[ \t]*$")
+_COLON = re.compile(r"^ {0,3}(:{3,})[ \t]*(\{?[\w-]*\}?)[ \t]*(.*?)[ \t]*$")
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*(?:\{([\w-]+)\})?")
+_OPTION = re.compile(r"^[ \t]*:[\w-]+:")
+# docutils' admonitions: a MyST directive of one of these names holds prose; any other holds what
+# a Sphinx extension generates from it (a table, an example, a grid of cards), read as not prose
+ADMONITIONS = frozenset({"admonition", "attention", "caution", "danger", "error", "hint", "important", "note", "tip", "warning"})
 _SHORTCODE = re.compile(r"^[ \t]*(?:\{\{[<%].*?[%>]\}\}[ \t]*)+$")
 _CODE_SHORTCODE = re.compile(r"^[ \t]*\{\{[<%][ \t]*(highlight|code|code-toggle|mermaid|codeFromInline)\b.*?[%>]\}\}")
 _DROP_LINE = re.compile(
-    r"^(?:(?:import|export)\s.*|[ \t]*--8<--.*|[ \t]*\{!.*!\}[ \t]*|[ \t]*\{%.*%\}[ \t]*|[ \t]*\{:?[ \t]*[.#][^{}]*\}[ \t]*|\([\w/.:-]+\)=[ \t]*)$"
+    r"^(?: {0,3}\[[^\]]+\]:.*|(?:import|export)\s.*|[ \t]*--8<--.*|[ \t]*\{!.*!\}[ \t]*|[ \t]*\{%.*%\}[ \t]*|[ \t]*\{:?[ \t]*[.#][^{}]*\}[ \t]*|\([\w/.:-]+\)=[ \t]*)$"
 )
 _MD = MarkdownIt("commonmark").enable("table")
 
@@ -111,8 +116,10 @@ def _markdown_source(text: str) -> str:
         text = "\n" * text.count("\n", 0, m.end()) + text[m.end() :]
     out: list[str] = []
     bodies: list[int] = []  # the indent of each open container body
-    code_end: re.Pattern | None = None
-    fence: str | None = None
+    skip_to: re.Pattern | None = None  # the end of a block that is not prose
+    fence: re.Pattern | None = None  # the end of a code fence: nothing inside is markup
+    options = False  # a directive's ":key: value" lines may follow its opening line
+    closers: list[re.Pattern] = []  # the closing fences of the open MyST admonitions
     for line in text.split("\n"):
         stripped = line.strip()
         indent = len(line) - len(line.lstrip(" "))
@@ -122,17 +129,36 @@ def _markdown_source(text: str) -> str:
         line = line[cut:] if stripped else ""
         if fence is not None:
             out.append(line)
-            if line.lstrip().startswith(fence):
+            if fence.match(line):
                 fence = None
             continue
-        if code_end is not None:
+        if skip_to is not None:
             out.append("")
-            if code_end.match(line):
-                code_end = None
+            if skip_to.match(line):
+                skip_to = None
             continue
-        if line.lstrip()[:3] in ("```", "~~~") and "{" not in line:
-            fence = line.lstrip()[:3]
-            out.append(line)
+        if options and _OPTION.match(line):
+            out.append("")
+            continue
+        options = False
+        m = _FENCE_OPEN.match(line)
+        if m:
+            run = m.group(1)
+            close = re.compile(r"^ {0,3}" + re.escape(run[0]) + "{" + str(len(run)) + r",}[ \t]*$")
+            if m.group(2) and m.group(2).lower() not in ADMONITIONS:
+                skip_to = close  # a MyST directive: generated or example output, not the page's prose
+                out.append("")
+            elif m.group(2):
+                out.append("")  # an admonition: its body is prose, the fence lines are not
+                options = True
+                closers.append(close)
+            else:
+                fence = close
+                out.append(line)
+            continue
+        if closers and closers[-1].match(line):
+            closers.pop()
+            out.append("")
             continue
         m = _MARKER.match(line) or _TAB_MARKER.match(line)
         if m:
@@ -142,11 +168,17 @@ def _markdown_source(text: str) -> str:
             continue
         m = _COLON.match(line)
         if m:
-            out.extend(["", "" if m.group(1).startswith("{") else m.group(2), ""])
+            name = m.group(2) or ""
+            if name.startswith("{") and name.strip("{}").lower() not in ADMONITIONS:
+                skip_to = re.compile(r"^ {0,3}" + m.group(1) + r"[ \t]*$")
+                out.append("")
+                continue
+            out.extend(["", "" if name.startswith("{") else m.group(3), ""])
+            options = name.startswith("{")
             continue
         m = _CODE_SHORTCODE.match(line)
         if m and "/" + m.group(1) not in line:
-            code_end = re.compile(r"^[ \t]*\{\{[<%][ \t]*/" + m.group(1) + r"\b")
+            skip_to = re.compile(r"^[ \t]*\{\{[<%][ \t]*/" + m.group(1) + r"\b")
             out.append("")
             continue
         if _SHORTCODE.match(line) or _DROP_LINE.match(line):

@@ -129,3 +129,27 @@ def test_what_cannot_be_a_sentence(text, kind, why):
 
 def test_a_clause_the_splitter_took_from_a_sentence_may_start_mid_sentence():
     assert not_a_sentence("but this can lead to reduced copy times.", "paragraph", opens_block=False) is None
+
+
+def test_the_markdown_reference_reads_what_the_generators_show():
+    from bench.parse_fidelity import markdown_prose
+
+    page = """---
+title: Guide
+---
+
+!!! note "Limits"
+    Uploads are capped at 8 MB.
+
+:::{note}
+:class: dropdown
+Workers restart nightly.
+:::
+
+```{list-table}
+* - generated
+```
+
+[opengraph.html]: {{% eturl opengraph %}}
+"""
+    assert markdown_prose(page).split() == ["Limits", "Uploads", "are", "capped", "at", "8", "MB.", "Workers", "restart", "nightly."]
