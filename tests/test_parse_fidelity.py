@@ -119,3 +119,48 @@ Typically, you want to send some form-encoded data.
         ("heading", "More complicated POST requests"),
         ("paragraph", "Typically, you want to send some form-encoded data."),
     ]  # fmt: skip
+
+
+def test_an_aside_in_brackets_is_never_cut_into_claims():
+    page = """Deprecation roadmap
+===================
+
+We only start removing deprecated functionality in major releases (e.g., if we deprecate something
+in 3.0, we start to remove it in 4.0), and keep it around for at least two minor releases.
+"""
+    doc, _ = _blocks(page, "roadmap.rst")
+    claims = [c.source_text for c in split_claims(doc)][1:]
+    assert claims == [
+        "We only start removing deprecated functionality in major releases (e.g., if we deprecate something in 3.0, "
+        "we start to remove it in 4.0)",
+        "keep it around for at least two minor releases.",
+    ]
+    assert all(c.count("(") == c.count(")") for c in claims)
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown
+
+
+def test_an_html_definition_list_in_markdown_reads_one_item_per_term_and_definition():
+    page = """# Options
+
+<dl>
+<dt><code>--verbose</code></dt><dd>Print every request that the client sends.</dd>
+<dt><code>--timeout SECONDS</code></dt>
+<dd>Give up after this many seconds. The default is 30.</dd>
+</dl>
+
+Both options apply to every command.
+"""
+    doc, blocks = _blocks(page, "cli.md")
+    assert blocks == [
+        ("heading", "Options"),
+        ("list_item", "--verbose"),
+        ("list_item", "Print every request that the client sends."),
+        ("list_item", "--timeout SECONDS"),
+        ("list_item", "Give up after this many seconds. The default is 30."),
+        ("paragraph", "Both options apply to every command."),
+    ]
+    definitions = [b for b in doc.blocks if b.text.startswith(("Print", "Give"))]
+    assert [(b.lead_in, b.section) for b in definitions] == [("--verbose", ("Options",)), ("--timeout SECONDS", ("Options",))]

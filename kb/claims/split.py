@@ -123,6 +123,21 @@ def _clause_subject(words: list[str]) -> tuple[str, int]:
 _AUX = frozenset("is are was were has have had can cannot will would must should shall may might do does did".split())
 
 
+def _bracketed(text: str) -> list[bool]:
+    """For each position of ``text``: whether it sits inside round or square brackets. A clause
+    or an item is never cut there: "(e.g., if we deprecate X in 3.9, we remove it in 5.0)" is
+    one aside, and cutting at its comma leaves two claims whose brackets never close."""
+    inside = [False] * (len(text) + 1)
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]" and depth:
+            depth -= 1
+        inside[i + 1] = depth > 0
+    return inside
+
+
 def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
     """Split coordinated facts; [] when there is nothing to split.
 
@@ -139,9 +154,12 @@ def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
     verb = head[vi].lower() if vi > 0 else ""
     if verb in ("is", "are", "was", "were") and vi + 1 < len(head) and _PARTICIPLE.match(head[vi + 1].lower()):
         prefix_subject = f"{subject} {head[vi]}"  # "Results are written ... and read" -> "Results are read"
+    inside = _bracketed(text)
     for m in _AND.finditer(text):
         if len(cuts) >= _MAX_COORD_DEPTH:
             break
+        if inside[m.start()]:
+            continue
         left_words = text[piece_start : m.start()].split()
         after_words = text[m.end() : m.end() + 200].split()
         if len(after_words) < 2 or len(left_words) < 2:
@@ -204,7 +222,10 @@ def _units_for_sentence(text: str, s: int, e: int, settings: ClaimSettings) -> l
     # "A; B" -> two clauses (each with its own subject)
     parts: list[tuple[int, int]] = []
     pos = 0
+    inside = _bracketed(sent)
     for m in _SEMI.finditer(sent):
+        if inside[m.start()]:
+            continue
         left = sent[pos : m.start()]
         if len(left[-200:].split()) >= 3 and len(sent[m.end() : m.end() + 200].split()) >= 3:
             parts.append((pos, m.start()))
@@ -241,7 +262,10 @@ def _enumeration(items_text: str) -> list[tuple[int, int]]:
     stripped = items_text.rstrip(". ")
     spans: list[tuple[int, int]] = []
     pos = 0
+    inside = _bracketed(stripped)
     for m in _LIST_SEP.finditer(stripped):
+        if inside[m.start()]:
+            continue
         spans.append((pos, m.start()))
         pos = m.end()
     spans.append((pos, len(stripped)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from kb.ingest.common import IGNORE_END, IGNORE_START, last_sentence
+from kb.ingest.html_blocks import html_block
 from kb.ingest.markdown_containers import FENCE, unwrap_containers
 from kb.ingest.markdown_inline import inline_markdown
 from kb.ingest.offsets import OffsetMap, TextBuilder, runs
@@ -21,6 +22,12 @@ _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 _LIST = re.compile(r"( *)([-*+•]|\d{1,9}[.)])([ \t]+|$)")
 _QUOTE = re.compile(r" {0,3}> ?")
 _TABLE_DELIM = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+# the block-level tags that open an HTML block in CommonMark (its type 6) and hold prose
+_HTML_BLOCK_OPEN = re.compile(
+    r" {0,3}</?(?:dl|dt|dd|table|thead|tbody|tr|td|th|ul|ol|li|p|div|details|summary|section|article|aside|blockquote|"
+    r"h[1-6]|figure|figcaption|center)(?:[\s/>]|$)",
+    re.I,
+)
 _RAW_HTML_OPEN = re.compile(r" {0,3}<(script|style|pre|textarea)(?:\s|>|$)", re.I)
 _MDX_ESM = re.compile(r"(?:import|export)\s")
 _FOOTNOTE_DEF = re.compile(r" {0,3}\[\^[^\]\s]{1,50}\]:[ \t]*")
@@ -389,6 +396,19 @@ class MarkdownParser:
                 while i < nlines and closer not in text[lines[i][0] : lines[i][1]].lower():
                     i += 1
                 i += 1
+                continue
+            if not in_quote and _HTML_BLOCK_OPEN.match(line):
+                # CommonMark's HTML block: from a block-level tag to the next blank line
+                self._flush()
+                self.list_stack.clear()
+                j = i
+                while j + 1 < nlines and text[lines[j + 1][0] : lines[j + 1][1]].strip():
+                    j += 1
+                for block in html_block(text, s, lines[j][1], self.section):
+                    self.blocks.append(block)
+                    self.last_block_kind = block.kind
+                self.last_para_text = ""
+                i = j + 1
                 continue
             fd = _FOOTNOTE_DEF.match(line)
             if fd:  # "[^1]: text": the text is prose, the marker is not
