@@ -14,13 +14,15 @@ reference renderer that shares no code with the parser (docs/formats.md, "Parser
 - Markdown: markdown-it-py's CommonMark parser (tables enabled), after the documentation
   generators' container markup is taken off (front matter; ``!!!``/``???``/``===`` markers, whose
   indented bodies are read dedented; ``:::`` fence lines; Hugo shortcode lines and the code
-  shortcodes' bodies; MDX ``import``/``export`` lines; snippet and include lines; attribute
-  lists; link reference definitions; MyST directives other than docutils' admonitions). Prose: the inline text of paragraphs and headings (code spans and link labels included,
+  shortcodes' bodies; MDX ``import``/``export`` and comment lines; snippet and include lines; attribute
+  lists and heading ids; link reference definitions that Hugo fills with a shortcode; MyST directives other than
+  docutils' admonitions). Prose: the inline text of paragraphs and headings (code spans and link labels included,
   image alt text not), and the visible text of HTML blocks. Not prose: code blocks, tables.
 - reStructuredText: docutils' document tree. Prose: the text of every element except code
   (literal, doctest and math blocks), comments, raw blocks, tables, field lists, option strings,
   substitution definitions, error messages and the tables of contents docutils generates.
-- HTML: the visible text, less ``script``, ``style``, ``pre`` and the like (html.parser).
+- HTML: the visible text, less ``script``, ``style``, ``pre`` and the like and template actions
+  (``{{ ... }}``, ``{% ... %}``) (html.parser).
 - plain text: every word.
 
 Prose characters are the letters and digits of the reference's prose words (``\\w+``, case
@@ -104,8 +106,9 @@ ADMONITIONS = frozenset({"admonition", "attention", "caution", "danger", "error"
 _SHORTCODE = re.compile(r"^[ \t]*(?:\{\{[<%].*?[%>]\}\}[ \t]*)+$")
 _CODE_SHORTCODE = re.compile(r"^[ \t]*\{\{[<%][ \t]*(highlight|code|code-toggle|mermaid|codeFromInline)\b.*?[%>]\}\}")
 _DROP_LINE = re.compile(
-    r"^(?: {0,3}\[[^\]]+\]:.*|(?:import|export)\s.*|[ \t]*--8<--.*|[ \t]*\{!.*!\}[ \t]*|[ \t]*\{%.*%\}[ \t]*|[ \t]*\{:?[ \t]*[.#][^{}]*\}[ \t]*|\([\w/.:-]+\)=[ \t]*)$"
+    r"^(?: {0,3}\[[^\]]+\]:[ \t]*\{\{.*|[ \t]*\{/\*.*\*/\}[ \t]*|(?:import|export)\s.*|[ \t]*--8<--.*|[ \t]*\{!.*!\}[ \t]*|[ \t]*\{%.*%\}[ \t]*|[ \t]*\{:?[ \t]*[.#][^{}]*\}[ \t]*|\([\w/.:-]+\)=[ \t]*)$"
 )
+_HEADING_ID = re.compile(r"[ \t]*\\?\{[#.][^{}]*\}[ \t]*$")
 _MD = MarkdownIt("commonmark").enable("table")
 
 
@@ -181,11 +184,17 @@ def _markdown_source(text: str) -> str:
             skip_to = re.compile(r"^[ \t]*\{\{[<%][ \t]*/" + m.group(1) + r"\b")
             out.append("")
             continue
+        if line.lstrip().startswith("#"):
+            line = _HEADING_ID.sub("", line)
         if _SHORTCODE.match(line) or _DROP_LINE.match(line):
             out.append("")
             continue
         out.append(line)
     return "\n".join(out)
+
+
+# a page that still holds template actions is a template: they are its code
+_TEMPLATE_ACTION = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
 
 
 class _VisibleText(html.parser.HTMLParser):
@@ -210,7 +219,7 @@ class _VisibleText(html.parser.HTMLParser):
 
     def handle_data(self, data):
         if not self.hidden:
-            self.parts.append(data)
+            self.parts.append(_TEMPLATE_ACTION.sub(" ", data))
 
 
 def html_prose(text: str) -> str:

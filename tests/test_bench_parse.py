@@ -151,5 +151,12 @@ Workers restart nightly.
 ```
 
 [opengraph.html]: {{% eturl opengraph %}}
+
+## Homebrew \\{#homebrew}
+
+{/* prettier-ignore-start */}
+[homebrew]: https://brew.sh
 """
-    assert markdown_prose(page).split() == ["Limits", "Uploads", "are", "capped", "at", "8", "MB.", "Workers", "restart", "nightly."]
+    assert markdown_prose(page).split() == [
+        "Limits", "Uploads", "are", "capped", "at", "8", "MB.", "Workers", "restart", "nightly.", "Homebrew",
+    ]  # fmt: skip
