@@ -164,3 +164,51 @@ Both options apply to every command.
     ]
     definitions = [b for b in doc.blocks if b.text.startswith(("Print", "Give"))]
     assert [(b.lead_in, b.section) for b in definitions] == [("--verbose", ("Options",)), ("--timeout SECONDS", ("Options",))]
+
+
+def test_link_definitions_after_a_comment_line_are_not_a_paragraph():
+    page = """# Kind
+
+Participation is governed by the [Code of Conduct].
+
+<!--links-->
+[kind]: https://sigs.k8s.io/kind
+[Code of Conduct]: https://example.org/code-of-conduct
+"""
+    mdx = """# Contributing
+
+Read the [guide] first.
+
+{/* prettier-ignore-start */}
+[guide]: /guide
+[task]: https://github.com/go-task/task
+{/* prettier-ignore-end */}
+"""
+    assert _blocks(page, "index.md")[1] == [("heading", "Kind"), ("paragraph", "Participation is governed by the Code of Conduct.")]
+    assert _blocks(mdx, "contributing.mdx")[1] == [("heading", "Contributing"), ("paragraph", "Read the guide first.")]
+
+
+def test_an_mdx_heading_id_is_not_part_of_the_heading():
+    page = "# Installation\n\n### [Homebrew][homebrew] \\{#homebrew}\n\nTask is available via Homebrew.\n\n[homebrew]: https://brew.sh\n"
+    assert _blocks(page, "installation.mdx")[1] == [
+        ("heading", "Installation"),
+        ("heading", "Homebrew"),
+        ("paragraph", "Task is available via Homebrew."),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+
+
+def test_template_actions_in_an_html_page_are_not_prose():
+    page = """<div class="edit">
+{{ $parts := slice site.Params.docsRepo }}
+{{ if (eq site.Params.repoHost "GitHub") }}<a href="{{ $url }}">Edit this page on GitHub</a>{{ end }}
+</div>
+<p>Pages are rebuilt on every push to {% if main %}the main branch{% endif %}.</p>
+"""
+    assert _blocks(page, "edit-page.html")[1] == [
+        ("paragraph", "Edit this page on GitHub"),
+        ("paragraph", "Pages are rebuilt on every push to the main branch."),
+    ]

@@ -77,6 +77,7 @@ _CONSTRUCT = re.compile(r"<[A-Za-z/!?]")  # where a tag, comment or declaration 
 _MAX_TAG = 4096  # a start tag longer than this (attributes included) is read as text
 _RAW_TEXT = {"script", "style", "title", "textarea", "xmp", "iframe", "noembed", "noframes", "plaintext"}
 _RAW_CLOSE: dict[str, re.Pattern] = {t: re.compile(rf"</{t}\s*>", re.I) for t in _RAW_TEXT}
+_TEMPLATE_ACTION = re.compile(r"\{\{.{0,2000}?\}\}|\{%.{0,2000}?%\}", re.S)
 _ENTITY_ANY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
 
 
@@ -300,6 +301,21 @@ class _HTMLBlocks:
 
 
 def _html_data(p: _HTMLBlocks, text: str, a: int, b: int) -> None:
+    """Hand text[a:b] to the collector, less template actions (``{{ .Title }}``, ``{% if %}``):
+    a page that still holds them is a template, and they are its code, not its prose."""
+    if "{" not in text[a:b]:
+        _html_text(p, text, a, b)
+        return
+    pos = a
+    for m in _TEMPLATE_ACTION.finditer(text, a, b):
+        if m.start() > pos:
+            _html_text(p, text, pos, m.start())
+        pos = m.end()
+    if pos < b:
+        _html_text(p, text, pos, b)
+
+
+def _html_text(p: _HTMLBlocks, text: str, a: int, b: int) -> None:
     """Hand text[a:b] to the collector, decoding character references."""
     if "&" not in text[a:b]:
         p.at = a

@@ -22,6 +22,7 @@ _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 _LIST = re.compile(r"( *)([-*+•]|\d{1,9}[.)])([ \t]+|$)")
 _QUOTE = re.compile(r" {0,3}> ?")
 _TABLE_DELIM = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_COMMENT_LINE = re.compile(r"[ \t]*(?:<!--.*?-->|\{/\*.*?\*/\})[ \t]*$")  # HTML; MDX
 # the block-level tags that open an HTML block in CommonMark (its type 6) and hold prose
 _HTML_BLOCK_OPEN = re.compile(
     r" {0,3}</?(?:dl|dt|dd|table|thead|tbody|tr|td|th|ul|ol|li|p|div|details|summary|section|article|aside|blockquote|"
@@ -32,7 +33,7 @@ _RAW_HTML_OPEN = re.compile(r" {0,3}<(script|style|pre|textarea)(?:\s|>|$)", re.
 _MDX_ESM = re.compile(r"(?:import|export)\s")
 _FOOTNOTE_DEF = re.compile(r" {0,3}\[\^[^\]\s]{1,50}\]:[ \t]*")
 _LINK_DEF = re.compile(r" {0,3}\[[^\]^][^\]]{0,200}\]:[ \t]*\S+")
-_HEADING_ATTRS = re.compile(r"[ \t]*\{[#.][^{}]{0,200}\}[ \t]*$")
+_HEADING_ATTRS = re.compile(r"[ \t]*\\?\{[#.][^{}]{0,200}\}[ \t]*$")  # "\{#id}": MDX's escaped form
 
 
 def _looks_like_title(line: str) -> bool:
@@ -350,6 +351,12 @@ class MarkdownParser:
                         i += 1
                     i += 1
                     continue
+            if _COMMENT_LINE.match(line):
+                # a comment on a line of its own ends a paragraph: what follows it ("<!--links-->"
+                # and link definitions) is not the paragraph's continuation
+                self._flush()
+                i += 1
+                continue
             # block quotes: strip markers, remember we are inside one
             base = s
             depth = 0
