@@ -212,3 +212,25 @@ def test_template_actions_in_an_html_page_are_not_prose():
         ("paragraph", "Edit this page on GitHub"),
         ("paragraph", "Pages are rebuilt on every push to the main branch."),
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# claims
+
+
+def test_a_run_on_sentence_is_cut_into_claims_of_at_most_600_characters_at_clause_boundaries():
+    clause = (
+        "In no event and under no legal theory, whether in tort (including negligence), contract, or otherwise, unless "
+        "required by applicable law (such as deliberate and grossly negligent acts) or agreed to in writing, shall any "
+        "Contributor be liable to You for damages, including any direct, indirect, special, incidental, or consequential "
+        "damages of any character arising as a result of this License or out of the use or inability to use the Work "
+        "(including but not limited to damages for loss of goodwill, work stoppage, computer failure or malfunction, or any "
+        "and all other commercial damages or losses), even if such Contributor has been advised of the possibility of such "
+        "damages."
+    )
+    users = " | ".join(["aiogram", "Apache Airflow", "argon2-cffi", "attrs", "Black", "coffea", "Colorama"] * 12)
+    doc, _ = _blocks(f"# License\n\n{clause}\n\n## Users\n\n{users}\n", "license.md")
+    claims = [c.source_text for c in split_claims(doc) if c.source_text not in ("License", "Users")]
+    assert all(len(c) <= 600 for c in claims)
+    assert claims[:2] == [clause[: clause.index(" even if")], clause[clause.index("even if") :]]
+    assert " | ".join(claims[2:]) == users  # each name whole, no separator left at a cut

@@ -107,6 +107,8 @@ _DETERMINERS = frozenset("a an the this that these those each every any some no 
 _MAX_COORD_CHARS = 600  # longer "sentences" are lists or run-ons: not split on "and"
 _MAX_ENUM_CHARS = 2000
 _MAX_COORD_DEPTH = 6
+MAX_CLAIM_CHARS = 600  # a claim longer than this is not one fact a reader checks at once
+_CLAUSE_BOUNDARY = re.compile(r"[,;:] | \| | [-–—] ")
 
 
 def _clause_subject(words: list[str]) -> tuple[str, int]:
@@ -253,8 +255,37 @@ def _units_for_sentence(text: str, s: int, e: int, settings: ClaimSettings) -> l
                     ct = ct.rstrip(" ,;")
                     units.append(_Unit(cs, ce, ct, "coordinated fact split", "clause"))
                 continue
+        if len(piece) > MAX_CLAIM_CHARS:
+            for ca, cb in _chunks(piece):
+                units.append(_Unit(ps + ca, ps + cb, piece[ca:cb], "run-on cut at a clause boundary", "clause"))
+            continue
         units.append(_Unit(ps, ps + len(piece), piece))
     return units
+
+
+def _chunks(piece: str) -> list[tuple[int, int]]:
+    """A run-on "sentence" (a list of a hundred names, a licence clause) cut into claims of at
+    most MAX_CLAIM_CHARS: at the last clause boundary outside brackets that fits, else at a space."""
+    inside = _bracketed(piece)
+    out: list[tuple[int, int]] = []
+    pos = 0
+    while len(piece) - pos > MAX_CLAIM_CHARS:
+        window = piece[pos : pos + MAX_CLAIM_CHARS]
+        end = nxt = -1
+        for m in _CLAUSE_BOUNDARY.finditer(window):
+            if m.start() > MAX_CLAIM_CHARS // 4 and not inside[pos + m.start()]:
+                # "a, b": the comma stays with its clause; "a | b", "a - b": the separator goes
+                end, nxt = m.start() + (1 if window[m.start()] in ",;:" else 0), m.end()
+        if end <= 0:
+            end = nxt = window.rfind(" ")
+        if end <= 0:
+            end = nxt = MAX_CLAIM_CHARS
+        out.append((pos, pos + len(window[:end].rstrip())))
+        pos += nxt
+        while pos < len(piece) and piece[pos].isspace():
+            pos += 1
+    out.append((pos, len(piece)))
+    return [(a, b) for a, b in out if b > a]
 
 
 def _enumeration(items_text: str) -> list[tuple[int, int]]:
