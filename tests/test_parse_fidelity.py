@@ -234,3 +234,30 @@ def test_a_run_on_sentence_is_cut_into_claims_of_at_most_600_characters_at_claus
     assert all(len(c) <= 600 for c in claims)
     assert claims[:2] == [clause[: clause.index(" even if")], clause[clause.index("even if") :]]
     assert " | ".join(claims[2:]) == users  # each name whole, no separator left at a cut
+
+
+def test_a_paragraph_opening_with_markup_after_an_overlined_title_is_found_where_it_stands():
+    page = """.. note::
+
+    This section is being written.
+
+****************************************
+Repository anatomy & directory structure
+****************************************
+
+``pip``’s codebase (`GitHub repository`_) is structured as a standard Python package.
+
+Root and tools
+==============
+
+The ``README`` and license are in the top level, as in pip’s other repositories.
+
+.. _GitHub repository: https://github.com/pypa/pip
+"""
+    _, blocks = _blocks(page, "anatomy.rst")
+    assert blocks[1:] == [
+        ("heading", "Repository anatomy & directory structure"),
+        ("paragraph", "pip’s codebase (GitHub repository) is structured as a standard Python package."),
+        ("heading", "Root and tools"),
+        ("paragraph", "The README and license are in the top level, as in pip’s other repositories."),
+    ]

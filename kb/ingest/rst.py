@@ -70,7 +70,7 @@ class _Locator:
             if at < 0 or at - pos > _NEAR:
                 # markup inside the word ("``black``.", ":mod:`logging`."): its pieces one by one,
                 # close together; they win over the whole word found further on
-                pieces, words_found = self._pieces(word, pos)
+                pieces, words_found = self._pieces(word, pos, _GAP if not offsets else _NEAR)
                 if at >= 0 and not (words_found and pieces[0][1] < at):
                     if offsets and i + 1 < len(found) and 0 <= self._find(found[i + 1].group(), pos, min(at, pos + _NEAR)):
                         continue  # the next word is right here: this one is generated (a substitution's text)
@@ -103,14 +103,15 @@ class _Locator:
             at = text.find(s, at + 1, hi)
         return at
 
-    def _pieces(self, word: str, pos: int) -> tuple[list[tuple[str, int]], bool]:
-        """The pieces of ``word`` found one after another from ``pos``, and whether each of its
-        word characters was (punctuation may be generated: a substitution's ``fetch()``)."""
+    def _pieces(self, word: str, pos: int, reach: int) -> tuple[list[tuple[str, int]], bool]:
+        """The pieces of ``word`` found one after another, the first within ``reach`` of ``pos``
+        (a block's first word may sit a line or two after where its line number points), and
+        whether each of its word characters was (punctuation may be generated: ``fetch()``)."""
         pieces = []
         p = pos
         words_found = True
         for piece in _PIECE.findall(word):
-            q = self._find(piece, p, p + 40 + len(piece))
+            q = self._find(piece, p, p + (reach if not pieces else _NEAR) + len(piece))
             if q >= 0:
                 pieces.append((piece, q))
                 p = q + len(piece)
