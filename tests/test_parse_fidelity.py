@@ -261,3 +261,44 @@ The ``README`` and license are in the top level, as in pip’s other repositorie
         ("heading", "Root and tools"),
         ("paragraph", "The README and license are in the top level, as in pip’s other repositories."),
     ]
+
+
+def test_definition_list_terms_are_read_and_a_role_s_generated_word_does_not_move_the_paragraph():
+    page = """--exists-action option
+======================
+
+This option specifies default behavior when path already exists.
+
+*(s)witch*
+    Only relevant to VCS checkout.
+*(w)ipe*
+    Delete the file before trying to create a new one.
+
+Build System Output
+~~~~~~~~~~~~~~~~~~~
+
+Under :pep:`517`, handling of build tool output is the backend's responsibility,
+and pip simply displays the output produced by the backend.
+
+PEP 517 and 518 Support
+~~~~~~~~~~~~~~~~~~~~~~~
+
+As of version 10.0, pip supports projects declaring dependencies.
+"""
+    _, blocks = _blocks(page, "pip.rst")
+    assert blocks[2:6] == [
+        ("list_item", "(s)witch"),
+        ("list_item", "Only relevant to VCS checkout."),
+        ("list_item", "(w)ipe"),
+        ("list_item", "Delete the file before trying to create a new one."),
+    ]
+    # the role shows "PEP 517"; only "517" is on the page there, and the rest of the paragraph follows it
+    assert blocks[7] == (
+        "paragraph",
+        "Under 517, handling of build tool output is the backend's responsibility, and pip simply displays the output "
+        "produced by the backend.",
+    )
+    assert blocks[8:] == [
+        ("heading", "PEP 517 and 518 Support"),
+        ("paragraph", "As of version 10.0, pip supports projects declaring dependencies."),
+    ]

@@ -43,6 +43,7 @@ _SKIP = (nodes.literal_block, nodes.comment, nodes.raw, nodes.substitution_defin
 _WORD = re.compile(r"\S+")
 _PIECE = re.compile(r"\w+|\W")
 _WORDCHAR = re.compile(r"\w")
+_FIRST_PIECE = re.compile(r"\w+")
 _NEAR = 40  # markup between two words (a role's name, backquotes, a line break) is rarely longer
 _GAP = 400  # ... and never this long: an embedded link target, a skipped inline substitution
 
@@ -72,8 +73,9 @@ class _Locator:
                 # close together; they win over the whole word found further on
                 pieces, words_found = self._pieces(word, pos, _GAP if not offsets else _NEAR)
                 if at >= 0 and not (words_found and pieces[0][1] < at):
-                    if offsets and i + 1 < len(found) and 0 <= self._find(found[i + 1].group(), pos, min(at, pos + _NEAR)):
-                        continue  # the next word is right here: this one is generated (a substitution's text)
+                    nxt = _FIRST_PIECE.search(found[i + 1].group()) if offsets and i + 1 < len(found) else None
+                    if nxt and 0 <= self._find(nxt.group(), pos, min(at, pos + _NEAR)):
+                        continue  # the next word is right here: this one is generated (a substitution's text, "PEP")
                     pieces = [(word, at)]
                 elif not pieces:
                     continue  # generated text (a substitution, a role's target): not in the source
@@ -179,7 +181,9 @@ def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
                 continue  # emitted with its section
             elif isinstance(child, (nodes.paragraph, nodes.line)):
                 emit(kind, child, section)
-            elif isinstance(child, nodes.list_item):
+            elif isinstance(child, nodes.term):
+                emit("list_item", child, section)  # a definition list's term names what its definition states
+            elif isinstance(child, (nodes.list_item, nodes.definition_list_item)):
                 walk(child, section, depth, "list_item")
             elif isinstance(child, nodes.block_quote):
                 walk(child, section, depth, "quote" if kind == "paragraph" else kind)
