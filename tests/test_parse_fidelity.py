@@ -302,3 +302,38 @@ As of version 10.0, pip supports projects declaring dependencies.
         ("heading", "PEP 517 and 518 Support"),
         ("paragraph", "As of version 10.0, pip supports projects declaring dependencies."),
     ]
+
+
+def test_a_fence_nested_deeper_does_not_close_the_directive_around_it():
+    page = """### Roles
+
+To define an in-line role, use the following form:
+
+````{list-table}
+:header-rows: 1
+
+* - MyST
+  - reStructuredText
+* - ````md
+    {role-name}`role content`
+    ````
+  - ```rst
+    :role-name:`role content`
+    ```
+````
+
+You can use roles to reference equations and other items in your book.
+
+```python
+print("a fence inside a list item closes at its own indent")
+```
+
+The content of roles is parsed differently depending on the role.
+"""
+    _, blocks = _blocks(page, "roles.md")
+    assert blocks == [
+        ("heading", "Roles"),
+        ("paragraph", "To define an in-line role, use the following form:"),
+        ("paragraph", "You can use roles to reference equations and other items in your book."),
+        ("paragraph", "The content of roles is parsed differently depending on the role."),
+    ]

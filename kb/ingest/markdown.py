@@ -6,7 +6,7 @@ import re
 
 from kb.ingest.common import IGNORE_END, IGNORE_START, last_sentence
 from kb.ingest.html_blocks import html_block
-from kb.ingest.markdown_containers import FENCE, unwrap_containers
+from kb.ingest.markdown_containers import FENCE, closes_fence, unwrap_containers
 from kb.ingest.markdown_inline import inline_markdown
 from kb.ingest.offsets import OffsetMap, TextBuilder, runs
 from kb.records import Block
@@ -385,11 +385,11 @@ class MarkdownParser:
                 if fence[0] == "`" and "`" in line[fm.end() :]:
                     pass  # not a fence: an inline code span at line start
                 else:
+                    opened = len(line) - len(line.lstrip(" "))
                     i += 1
                     while i < nlines:
                         ls, le = lines[i]
-                        l2 = text[ls:le].lstrip(" >")
-                        if l2.startswith(fence[0] * len(fence)) and not l2.strip(fence[0]).strip():
+                        if closes_fence(text[ls:le].lstrip(">") if in_quote else text[ls:le], fence, opened):
                             break
                         self._reference_line(ls, le)
                         i += 1
