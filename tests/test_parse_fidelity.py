@@ -337,3 +337,14 @@ The content of roles is parsed differently depending on the role.
         ("paragraph", "You can use roles to reference equations and other items in your book."),
         ("paragraph", "The content of roles is parsed differently depending on the role."),
     ]
+
+
+def test_a_closing_bracket_after_a_link_target_stays_with_its_word():
+    page = """Changes
+=======
+
+- Fix a crash when a fixture raises during teardown. (`#2588 <https://github.com/pytest-dev/pytest/issues/2588>`_)
+"""
+    doc, blocks = _blocks(page, "changelog.rst")
+    assert blocks[1] == ("list_item", "Fix a crash when a fixture raises during teardown. (#2588)")
+    assert [c.source_text for c in split_claims(doc)][1:] == ["Fix a crash when a fixture raises during teardown.", "(#2588)"]

@@ -44,6 +44,7 @@ _WORD = re.compile(r"\S+")
 _PIECE = re.compile(r"\w+|\W")
 _WORDCHAR = re.compile(r"\w")
 _FIRST_PIECE = re.compile(r"\w+")
+_OPENING = {")": "(", "]": "["}
 _NEAR = 40  # markup between two words (a role's name, backquotes, a line break) is rarely longer
 _GAP = 400  # ... and never this long: an embedded link target, a skipped inline substitution
 
@@ -113,7 +114,9 @@ class _Locator:
         p = pos
         words_found = True
         for piece in _PIECE.findall(word):
-            q = self._find(piece, p, p + (reach if not pieces else _NEAR) + len(piece))
+            # a closing bracket whose opening one is here may follow a link target: "(`#2588 <url>`_)"
+            far = not pieces or (piece in ")]" and any(o == _OPENING[piece] for o, _ in pieces))
+            q = self._find(piece, p, p + (reach if not pieces else _GAP if far else _NEAR) + len(piece))
             if q >= 0:
                 pieces.append((piece, q))
                 p = q + len(piece)
