@@ -348,3 +348,19 @@ def test_a_closing_bracket_after_a_link_target_stays_with_its_word():
     doc, blocks = _blocks(page, "changelog.rst")
     assert blocks[1] == ("list_item", "Fix a crash when a fixture raises during teardown. (#2588)")
     assert [c.source_text for c in split_claims(doc)][1:] == ["Fix a crash when a fixture raises during teardown.", "(#2588)"]
+
+
+def test_a_full_stop_inside_brackets_ends_no_claim_but_an_unclosed_bracket_does_not_swallow_the_page():
+    page = (
+        "# Listeners\n\nListeners run in order. (Calling one asynchronously will throw an error. Call it once.) "
+        "Then the middleware stops.\n\nA broken (paren. The next sentence stands alone. And another one.\n"
+    )
+    doc, _ = _blocks(page, "listeners.md")
+    assert [c.source_text for c in split_claims(doc)][1:] == [
+        "Listeners run in order.",
+        "(Calling one asynchronously will throw an error. Call it once.)",
+        "Then the middleware stops.",
+        "A broken (paren.",
+        "The next sentence stands alone.",
+        "And another one.",
+    ]
