@@ -43,6 +43,7 @@ BENCHES = {
     "pr": "bench.pr",
     "git": "bench.gitload",
     "findings": "bench.findings",
+    "parse": "bench.parse_fidelity",
 }
 
 

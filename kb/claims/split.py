@@ -107,6 +107,8 @@ _DETERMINERS = frozenset("a an the this that these those each every any some no 
 _MAX_COORD_CHARS = 600  # longer "sentences" are lists or run-ons: not split on "and"
 _MAX_ENUM_CHARS = 2000
 _MAX_COORD_DEPTH = 6
+MAX_CLAIM_CHARS = 600  # a claim longer than this is not one fact a reader checks at once
+_CLAUSE_BOUNDARY = re.compile(r"[,;:] | \| | [-–—] ")
 
 
 def _clause_subject(words: list[str]) -> tuple[str, int]:
@@ -121,6 +123,21 @@ def _clause_subject(words: list[str]) -> tuple[str, int]:
 
 
 _AUX = frozenset("is are was were has have had can cannot will would must should shall may might do does did".split())
+
+
+def _bracketed(text: str) -> list[bool]:
+    """For each position of ``text``: whether it sits inside round or square brackets. A clause
+    or an item is never cut there: "(e.g., if we deprecate X in 3.9, we remove it in 5.0)" is
+    one aside, and cutting at its comma leaves two claims whose brackets never close."""
+    inside = [False] * (len(text) + 1)
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]" and depth:
+            depth -= 1
+        inside[i + 1] = depth > 0
+    return inside
 
 
 def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
@@ -139,9 +156,12 @@ def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
     verb = head[vi].lower() if vi > 0 else ""
     if verb in ("is", "are", "was", "were") and vi + 1 < len(head) and _PARTICIPLE.match(head[vi + 1].lower()):
         prefix_subject = f"{subject} {head[vi]}"  # "Results are written ... and read" -> "Results are read"
+    inside = _bracketed(text)
     for m in _AND.finditer(text):
         if len(cuts) >= _MAX_COORD_DEPTH:
             break
+        if inside[m.start()]:
+            continue
         left_words = text[piece_start : m.start()].split()
         after_words = text[m.end() : m.end() + 200].split()
         if len(after_words) < 2 or len(left_words) < 2:
@@ -204,7 +224,10 @@ def _units_for_sentence(text: str, s: int, e: int, settings: ClaimSettings) -> l
     # "A; B" -> two clauses (each with its own subject)
     parts: list[tuple[int, int]] = []
     pos = 0
+    inside = _bracketed(sent)
     for m in _SEMI.finditer(sent):
+        if inside[m.start()]:
+            continue
         left = sent[pos : m.start()]
         if len(left[-200:].split()) >= 3 and len(sent[m.end() : m.end() + 200].split()) >= 3:
             parts.append((pos, m.start()))
@@ -232,8 +255,37 @@ def _units_for_sentence(text: str, s: int, e: int, settings: ClaimSettings) -> l
                     ct = ct.rstrip(" ,;")
                     units.append(_Unit(cs, ce, ct, "coordinated fact split", "clause"))
                 continue
+        if len(piece) > MAX_CLAIM_CHARS:
+            for ca, cb in _chunks(piece):
+                units.append(_Unit(ps + ca, ps + cb, piece[ca:cb], "run-on cut at a clause boundary", "clause"))
+            continue
         units.append(_Unit(ps, ps + len(piece), piece))
     return units
+
+
+def _chunks(piece: str) -> list[tuple[int, int]]:
+    """A run-on "sentence" (a list of a hundred names, a licence clause) cut into claims of at
+    most MAX_CLAIM_CHARS: at the last clause boundary outside brackets that fits, else at a space."""
+    inside = _bracketed(piece)
+    out: list[tuple[int, int]] = []
+    pos = 0
+    while len(piece) - pos > MAX_CLAIM_CHARS:
+        window = piece[pos : pos + MAX_CLAIM_CHARS]
+        end = nxt = -1
+        for m in _CLAUSE_BOUNDARY.finditer(window):
+            if m.start() > MAX_CLAIM_CHARS // 4 and not inside[pos + m.start()]:
+                # "a, b": the comma stays with its clause; "a | b", "a - b": the separator goes
+                end, nxt = m.start() + (1 if window[m.start()] in ",;:" else 0), m.end()
+        if end <= 0:
+            end = nxt = window.rfind(" ")
+        if end <= 0:
+            end = nxt = MAX_CLAIM_CHARS
+        out.append((pos, pos + len(window[:end].rstrip())))
+        pos += nxt
+        while pos < len(piece) and piece[pos].isspace():
+            pos += 1
+    out.append((pos, len(piece)))
+    return [(a, b) for a, b in out if b > a]
 
 
 def _enumeration(items_text: str) -> list[tuple[int, int]]:
@@ -241,7 +293,10 @@ def _enumeration(items_text: str) -> list[tuple[int, int]]:
     stripped = items_text.rstrip(". ")
     spans: list[tuple[int, int]] = []
     pos = 0
+    inside = _bracketed(stripped)
     for m in _LIST_SEP.finditer(stripped):
+        if inside[m.start()]:
+            continue
         spans.append((pos, m.start()))
         pos = m.end()
     spans.append((pos, len(stripped)))

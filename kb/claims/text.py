@@ -53,6 +53,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
             continue
         if not _is_boundary(text, start, m.start(1), m.group(1), nxt):
             continue
+        if _in_open_bracket(text, start, m.start(1), nxt):
+            continue
         spans.append((start, end))
         start = nxt
     end = n
@@ -61,6 +63,16 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     if end > start:
         spans.append((start, end))
     return spans
+
+
+def _in_open_bracket(text: str, sent_start: int, punct_at: int, nxt: int) -> bool:
+    """A full stop inside brackets that close soon after ("(Calling it twice throws. Use once.)")
+    ends no sentence of the text around them: cut there, both halves would be left unclosed."""
+    head = text[sent_start:punct_at]
+    for opening, closing in ("()", "[]"):
+        if head.count(opening) > head.count(closing) and text.find(closing, nxt, nxt + 300) != -1:
+            return True
+    return False
 
 
 def _is_boundary(text: str, sent_start: int, punct_at: int, punct: str, nxt: int) -> bool:

@@ -9,7 +9,7 @@ from kb.ingest.common import IGNORE_END, IGNORE_START, last_sentence, one_line
 from kb.ingest.offsets import OffsetMap, TextBuilder, collapse_ws, runs
 from kb.records import Block
 
-__all__ = ["parse_html"]
+__all__ = ["html_block", "parse_html"]
 
 _HTML_SKIP = {
     "script",
@@ -77,6 +77,7 @@ _CONSTRUCT = re.compile(r"<[A-Za-z/!?]")  # where a tag, comment or declaration 
 _MAX_TAG = 4096  # a start tag longer than this (attributes included) is read as text
 _RAW_TEXT = {"script", "style", "title", "textarea", "xmp", "iframe", "noembed", "noframes", "plaintext"}
 _RAW_CLOSE: dict[str, re.Pattern] = {t: re.compile(rf"</{t}\s*>", re.I) for t in _RAW_TEXT}
+_TEMPLATE_ACTION = re.compile(r"\{\{.{0,2000}?\}\}|\{%.{0,2000}?%\}", re.S)
 _ENTITY_ANY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
 
 
@@ -300,6 +301,21 @@ class _HTMLBlocks:
 
 
 def _html_data(p: _HTMLBlocks, text: str, a: int, b: int) -> None:
+    """Hand text[a:b] to the collector, less template actions (``{{ .Title }}``, ``{% if %}``):
+    a page that still holds them is a template, and they are its code, not its prose."""
+    if "{" not in text[a:b]:
+        _html_text(p, text, a, b)
+        return
+    pos = a
+    for m in _TEMPLATE_ACTION.finditer(text, a, b):
+        if m.start() > pos:
+            _html_text(p, text, pos, m.start())
+        pos = m.end()
+    if pos < b:
+        _html_text(p, text, pos, b)
+
+
+def _html_text(p: _HTMLBlocks, text: str, a: int, b: int) -> None:
     """Hand text[a:b] to the collector, decoding character references."""
     if "&" not in text[a:b]:
         p.at = a
@@ -322,28 +338,29 @@ def _html_data(p: _HTMLBlocks, text: str, a: int, b: int) -> None:
         p.handle_data(text[pos:b])
 
 
-def _tokenize_html(p: _HTMLBlocks, text: str) -> None:
-    """A forgiving, linear HTML tokenizer: tags, comments, raw-text elements, data."""
-    i = 0  # scan position
-    ds = 0  # start of the pending data run (stray "<" characters stay inside it)
-    n = len(text)
+def _tokenize_html(p: _HTMLBlocks, text: str, start: int = 0, end: int | None = None) -> None:
+    """A forgiving, linear HTML tokenizer: tags, comments, raw-text elements, data (of
+    ``text[start:end]``: an HTML block inside a Markdown page)."""
+    i = start  # scan position
+    ds = start  # start of the pending data run (stray "<" characters stay inside it)
+    n = len(text) if end is None else end
     find = _CONSTRUCT.search
     while i < n:
-        c = find(text, i)
+        c = find(text, i, n)
         if c is None:
             break
         j = c.start()
         if text.startswith("<!--", j):
             if j > ds:
                 _html_data(p, text, ds, j)
-            k = text.find("-->", j + 4)
+            k = text.find("-->", j + 4, n)
             p.at = j
             p.handle_comment(text[j + 4 : k if k != -1 else n])
             i = ds = n if k == -1 else k + 3
             continue
         m = _TAG_OPEN.match(text, j)
         if m:
-            k = text.find(">", m.end(), m.end() + _MAX_TAG)
+            k = text.find(">", m.end(), min(n, m.end() + _MAX_TAG))
             if k == -1:
                 i = j + 1  # a stray "<": part of the text
                 continue
@@ -359,7 +376,7 @@ def _tokenize_html(p: _HTMLBlocks, text: str) -> None:
             if text[k - 1] == "/" and tag not in _HTML_VOID:
                 p.handle_endtag(tag)
             elif tag in _RAW_TEXT:
-                close = _RAW_CLOSE[tag].search(text, i)
+                close = _RAW_CLOSE[tag].search(text, i, n)
                 stop = close.start() if close else n
                 if tag == "title" and p.in_title:
                     p.title_buf.append(html.unescape(text[i:stop]))
@@ -370,12 +387,24 @@ def _tokenize_html(p: _HTMLBlocks, text: str) -> None:
         if text.startswith(("<!", "<?", "</"), j):
             if j > ds:
                 _html_data(p, text, ds, j)
-            k = text.find(">", j + 2)  # doctype, CDATA, processing instruction, bogus end tag
+            k = text.find(">", j + 2, n)  # doctype, CDATA, processing instruction, bogus end tag
             i = ds = n if k == -1 else k + 1
             continue
         i = j + 1  # a stray "<"
     if ds < n:
         _html_data(p, text, ds, n)
+
+
+def html_block(text: str, start: int, end: int, section: list[tuple[int, str]]) -> list[Block]:
+    """The prose blocks of an HTML block inside a Markdown page (``text[start:end]``), under the
+    page's current section: a definition list of a generated CLI reference reads as one item per
+    term and per definition, as it does in an HTML page, not as one run of text."""
+    p = _HTMLBlocks(text)
+    p.section = list(section)
+    _tokenize_html(p, text, start, end)
+    p._end_row()
+    p._flush()
+    return p.blocks
 
 
 def parse_html(text: str) -> tuple[list[Block], str | None]:

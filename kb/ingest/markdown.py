@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from kb.ingest.common import IGNORE_END, IGNORE_START, last_sentence
-from kb.ingest.markdown_containers import FENCE, unwrap_containers
+from kb.ingest.html_blocks import html_block
+from kb.ingest.markdown_containers import FENCE, closes_fence, unwrap_containers
 from kb.ingest.markdown_inline import inline_markdown
 from kb.ingest.offsets import OffsetMap, TextBuilder, runs
 from kb.records import Block
@@ -21,11 +22,18 @@ _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 _LIST = re.compile(r"( *)([-*+•]|\d{1,9}[.)])([ \t]+|$)")
 _QUOTE = re.compile(r" {0,3}> ?")
 _TABLE_DELIM = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_COMMENT_LINE = re.compile(r"[ \t]*(?:<!--.*?-->|\{/\*.*?\*/\})[ \t]*$")  # HTML; MDX
+# the block-level tags that open an HTML block in CommonMark (its type 6) and hold prose
+_HTML_BLOCK_OPEN = re.compile(
+    r" {0,3}</?(?:dl|dt|dd|table|thead|tbody|tr|td|th|ul|ol|li|p|div|details|summary|section|article|aside|blockquote|"
+    r"h[1-6]|figure|figcaption|center)(?:[\s/>]|$)",
+    re.I,
+)
 _RAW_HTML_OPEN = re.compile(r" {0,3}<(script|style|pre|textarea)(?:\s|>|$)", re.I)
 _MDX_ESM = re.compile(r"(?:import|export)\s")
 _FOOTNOTE_DEF = re.compile(r" {0,3}\[\^[^\]\s]{1,50}\]:[ \t]*")
 _LINK_DEF = re.compile(r" {0,3}\[[^\]^][^\]]{0,200}\]:[ \t]*\S+")
-_HEADING_ATTRS = re.compile(r"[ \t]*\{[#.][^{}]{0,200}\}[ \t]*$")
+_HEADING_ATTRS = re.compile(r"[ \t]*\\?\{[#.][^{}]{0,200}\}[ \t]*$")  # "\{#id}": MDX's escaped form
 
 
 def _looks_like_title(line: str) -> bool:
@@ -343,6 +351,12 @@ class MarkdownParser:
                         i += 1
                     i += 1
                     continue
+            if _COMMENT_LINE.match(line):
+                # a comment on a line of its own ends a paragraph: what follows it ("<!--links-->"
+                # and link definitions) is not the paragraph's continuation
+                self._flush()
+                i += 1
+                continue
             # block quotes: strip markers, remember we are inside one
             base = s
             depth = 0
@@ -371,11 +385,11 @@ class MarkdownParser:
                 if fence[0] == "`" and "`" in line[fm.end() :]:
                     pass  # not a fence: an inline code span at line start
                 else:
+                    opened = len(line) - len(line.lstrip(" "))
                     i += 1
                     while i < nlines:
                         ls, le = lines[i]
-                        l2 = text[ls:le].lstrip(" >")
-                        if l2.startswith(fence[0] * len(fence)) and not l2.strip(fence[0]).strip():
+                        if closes_fence(text[ls:le].lstrip(">") if in_quote else text[ls:le], fence, opened):
                             break
                         self._reference_line(ls, le)
                         i += 1
@@ -389,6 +403,19 @@ class MarkdownParser:
                 while i < nlines and closer not in text[lines[i][0] : lines[i][1]].lower():
                     i += 1
                 i += 1
+                continue
+            if not in_quote and _HTML_BLOCK_OPEN.match(line):
+                # CommonMark's HTML block: from a block-level tag to the next blank line
+                self._flush()
+                self.list_stack.clear()
+                j = i
+                while j + 1 < nlines and text[lines[j + 1][0] : lines[j + 1][1]].strip():
+                    j += 1
+                for block in html_block(text, s, lines[j][1], self.section):
+                    self.blocks.append(block)
+                    self.last_block_kind = block.kind
+                self.last_para_text = ""
+                i = j + 1
                 continue
             fd = _FOOTNOTE_DEF.match(line)
             if fd:  # "[^1]: text": the text is prose, the marker is not

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["FENCE", "PROSE_DIRECTIVES", "unwrap_containers"]
+__all__ = ["FENCE", "PROSE_DIRECTIVES", "closes_fence", "unwrap_containers"]
 
 FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
@@ -45,6 +45,7 @@ def unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tup
     fence: str | None = None  # inside a code fence: nothing is markup
     skip_until: re.Pattern | None = None
     skip_fence: str | None = None  # a directive that is not prose: skipped to its closing fence
+    fence_indent = 0  # a closing fence is indented at most 3 spaces more than its opening one
     snippet = False
     options = False
     for s, e in lines:
@@ -60,12 +61,12 @@ def unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tup
         body = line[cut:]
         if fence is not None:
             out.append((s + cut, e))
-            if body.lstrip().startswith(fence) and not body.strip().strip(fence[0]):
+            if closes_fence(body, fence, fence_indent):
                 fence = None
             continue
         if skip_fence is not None:
             out.append((s, s))
-            if body.lstrip().startswith(skip_fence) and not body.strip().strip(skip_fence[0]):
+            if closes_fence(body, skip_fence, fence_indent):
                 skip_fence = None
             continue
         if skip_until is not None:
@@ -109,6 +110,7 @@ def unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tup
                     titles[len(out) - 1] = (m.group(3), s + cut + m.start(3))
             else:
                 skip_fence = m.group(1)
+                fence_indent = len(body) - len(body.lstrip(" "))
             continue
         if closers and body.strip() == closers[-1]:
             closers.pop()
@@ -117,6 +119,7 @@ def unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tup
         m = FENCE.match(body)
         if m and not (m.group(1)[0] == "`" and "`" in body[m.end() :]):
             fence = m.group(1)
+            fence_indent = len(body) - len(body.lstrip(" "))
             out.append((s + cut, e))
             continue
         m = _COLON_FENCE.match(body)
@@ -142,6 +145,14 @@ def unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tup
             continue
         out.append((s + cut, e))
     return out, titles
+
+
+def closes_fence(line: str, fence: str, indent: int) -> bool:
+    """Whether ``line`` closes a fence opened with ``fence`` at ``indent`` spaces: the same
+    character, at least as many, nothing else, and (CommonMark) at most 3 spaces further in, so
+    that a fence nested deeper in a list inside it ("    ````") does not close it."""
+    body = line.lstrip(" ")
+    return body.startswith(fence) and not body.strip().strip(fence[0]) and len(line) - len(body) <= indent + 3
 
 
 def _admonition(body: str) -> tuple[int, str, int] | None:

@@ -42,6 +42,11 @@ _SKIP = (nodes.literal_block, nodes.comment, nodes.raw, nodes.substitution_defin
          nodes.math_block, nodes.pending)  # fmt: skip
 _WORD = re.compile(r"\S+")
 _PIECE = re.compile(r"\w+|\W")
+_WORDCHAR = re.compile(r"\w")
+_FIRST_PIECE = re.compile(r"\w+")
+_OPENING = {")": "(", "]": "["}
+_NEAR = 40  # markup between two words (a role's name, backquotes, a line break) is rarely longer
+_GAP = 400  # ... and never this long: an embedded link target, a skipped inline substitution
 
 
 class _Locator:
@@ -57,21 +62,26 @@ class _Locator:
         out_text: list[str] = []
         offsets: list[int] = []
         pos = self.cursor
-        for m in _WORD.finditer(visible):
+        found = list(_WORD.finditer(visible))
+        for i, m in enumerate(found):
             word = m.group()
-            at = self.text.find(word, pos, pos + 2000 + len(word))
-            if at >= 0:
-                pieces = [(word, at)]
-            else:  # markup inside the word ("``black``."): its pieces one by one, close together
-                pieces = []
-                p = pos
-                for piece in _PIECE.findall(word):
-                    q = self.text.find(piece, p, p + 40 + len(piece))
-                    if q >= 0:
-                        pieces.append((piece, q))
-                        p = q + len(piece)
-                if not pieces:
+            # the first word may sit after skipped code; each next one follows the word before it
+            # closely, so that a word the source does not hold there (a substitution's text) is
+            # never taken from another sentence further on, with the rest of the block after it
+            at = self._find(word, pos, pos + (2000 if not offsets else _GAP) + len(word))
+            if at < 0 or at - pos > _NEAR:
+                # markup inside the word ("``black``.", ":mod:`logging`."): its pieces one by one,
+                # close together; they win over the whole word found further on
+                pieces, words_found = self._pieces(word, pos, _GAP if not offsets else _NEAR)
+                if at >= 0 and not (words_found and pieces[0][1] < at):
+                    nxt = _FIRST_PIECE.search(found[i + 1].group()) if offsets and i + 1 < len(found) else None
+                    if nxt and 0 <= self._find(nxt.group(), pos, min(at, pos + _NEAR)):
+                        continue  # the next word is right here: this one is generated (a substitution's text, "PEP")
+                    pieces = [(word, at)]
+                elif not pieces:
                     continue  # generated text (a substitution, a role's target): not in the source
+            else:
+                pieces = [(word, at)]
             if out_text:
                 out_text.append(" ")
                 offsets.append(offsets[-1] + 1 if self.text[offsets[-1] + 1 : offsets[-1] + 2].isspace() else offsets[-1])
@@ -84,6 +94,36 @@ class _Locator:
         self.cursor = pos
         return "".join(out_text), tuple(offsets)
 
+    def _find(self, s: str, lo: int, hi: int) -> int:
+        """Where ``s`` stands in the source between ``lo`` and ``hi`` as a word of its own, not
+        inside a longer one: ``string`` is not the start of ``bytestring`` beside it."""
+        text = self.text
+        at = text.find(s, lo, hi)
+        while at >= 0 and (
+            (_WORDCHAR.match(s[0]) and at > 0 and _WORDCHAR.match(text[at - 1]))
+            or (_WORDCHAR.match(s[-1]) and _WORDCHAR.match(text, at + len(s)))
+        ):
+            at = text.find(s, at + 1, hi)
+        return at
+
+    def _pieces(self, word: str, pos: int, reach: int) -> tuple[list[tuple[str, int]], bool]:
+        """The pieces of ``word`` found one after another, the first within ``reach`` of ``pos``
+        (a block's first word may sit a line or two after where its line number points), and
+        whether each of its word characters was (punctuation may be generated: ``fetch()``)."""
+        pieces = []
+        p = pos
+        words_found = True
+        for piece in _PIECE.findall(word):
+            # a closing bracket whose opening one is here may follow a link target: "(`#2588 <url>`_)"
+            far = not pieces or (piece in ")]" and any(o == _OPENING[piece] for o, _ in pieces))
+            q = self._find(piece, p, p + (reach if not pieces else _GAP if far else _NEAR) + len(piece))
+            if q >= 0:
+                pieces.append((piece, q))
+                p = q + len(piece)
+            elif piece[0].isalnum() or piece[0] == "_":
+                words_found = False
+        return pieces, words_found and bool(pieces)
+
 
 def _line_offset(text: str, line: int) -> int:
     pos = 0
@@ -93,6 +133,12 @@ def _line_offset(text: str, line: int) -> int:
             return len(text)
         pos = nl + 1
     return pos
+
+
+def _generated(node) -> bool:
+    """A table of contents (``.. contents::``) repeats the section titles that follow it: read
+    as prose, it would also take their words from the source, and the sections' own text after."""
+    return isinstance(node, nodes.topic) and "contents" in node.get("classes", ())
 
 
 def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
@@ -122,7 +168,7 @@ def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
 
     def walk(node, section: tuple[str, ...], depth: int, kind: str) -> None:
         for child in node.children:
-            if isinstance(child, _SKIP):
+            if isinstance(child, _SKIP) or _generated(child):
                 continue
             if isinstance(child, nodes.section):
                 title = child.next_node(nodes.title)
@@ -138,7 +184,9 @@ def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
                 continue  # emitted with its section
             elif isinstance(child, (nodes.paragraph, nodes.line)):
                 emit(kind, child, section)
-            elif isinstance(child, nodes.list_item):
+            elif isinstance(child, nodes.term):
+                emit("list_item", child, section)  # a definition list's term names what its definition states
+            elif isinstance(child, (nodes.list_item, nodes.definition_list_item)):
                 walk(child, section, depth, "list_item")
             elif isinstance(child, nodes.block_quote):
                 walk(child, section, depth, "quote" if kind == "paragraph" else kind)
