@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import kb.claims.split
+import kb.claims.text
 import kb.evidence.embed
 import kb.evidence.retrieve
 import kb.ingest.common
@@ -45,12 +46,13 @@ def splitter_version() -> str:
     # every module a page's parse goes through: a change in any of them can change its claims
     parser = (kb.ingest.parse, kb.ingest.front_matter, kb.ingest.offsets, kb.ingest.common, kb.ingest.markdown,
               kb.ingest.markdown_containers, kb.ingest.markdown_inline, kb.ingest.html_blocks, kb.ingest.rst)  # fmt: skip
-    return code_version(*parser, kb.claims.split)
+    return code_version(*parser, kb.claims.split, kb.claims.text)
 
 
 @functools.cache
 def retriever_version() -> str:
-    return code_version(kb.evidence.retrieve, kb.evidence.embed)
+    # the sentence splitter cuts passages into the sentences evidence is aligned by
+    return code_version(kb.evidence.retrieve, kb.evidence.embed, kb.claims.text)
 
 
 @functools.cache
