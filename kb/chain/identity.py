@@ -10,8 +10,11 @@ from pathlib import Path
 
 import kb.claims.split
 import kb.claims.text
+import kb.evidence.bm25
 import kb.evidence.embed
+import kb.evidence.passages
 import kb.evidence.retrieve
+import kb.evidence.versions
 import kb.ingest.common
 import kb.ingest.front_matter
 import kb.ingest.html_blocks
@@ -52,7 +55,9 @@ def splitter_version() -> str:
 @functools.cache
 def retriever_version() -> str:
     # the sentence splitter cuts passages into the sentences evidence is aligned by
-    return code_version(kb.evidence.retrieve, kb.evidence.embed, kb.claims.text)
+    return code_version(
+        kb.evidence.retrieve, kb.evidence.passages, kb.evidence.bm25, kb.evidence.versions, kb.evidence.embed, kb.claims.text
+    )
 
 
 @functools.cache

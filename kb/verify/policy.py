@@ -28,7 +28,8 @@ from datetime import date
 
 from kb.claims.split import SETTING_NOTE
 from kb.claims.text import passage_sentences
-from kb.evidence.retrieve import VERBATIM_ANYWHERE_WORDS, sentence_key
+from kb.evidence.passages import sentence_key
+from kb.evidence.versions import VERBATIM_ANYWHERE_WORDS
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.slots import canonical, extract, informative_words, similarity, word_tokens
 

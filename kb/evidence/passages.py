@@ -1,0 +1,86 @@
+"""Source versions cut into passages: sentence windows with offsets, and the tokens and
+sentence keys that BM25 and the version alignment compare."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
+# passages are cut the same way.
+from kb.claims.text import INDEX_STOPWORDS, sentence_spans, stem_index
+from kb.records import Passage, SourceDoc, content_hash
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def sentence_key(text: str) -> str:
+    """A sentence as compared across versions (and a claim as written with them): case,
+    punctuation and spacing ignored."""
+    return " ".join(_TOKEN.findall(text.lower()))
+
+
+def tokenize(text: str) -> list[str]:
+    return [stem_index(t) for t in _TOKEN.findall(text.lower()) if t not in INDEX_STOPWORDS]
+
+
+# ---------------------------------------------------------------- passages
+
+
+@dataclass
+class _Span:
+    start: int  # offsets into SourceDoc.text
+    end: int
+    text: str  # visible text
+    section: tuple[str, ...] = ()
+
+
+def _sentences_of(source: SourceDoc) -> list[_Span]:
+    out: list[_Span] = []
+    if source.blocks:
+        for block in source.blocks:
+            if block.kind == "heading" or not block.text.strip():
+                continue
+            for a, b in sentence_spans(block.text):
+                if block.offsets and len(block.offsets) == len(block.text):
+                    s, e = block.offsets[a], block.offsets[b - 1] + 1
+                else:
+                    s, e = block.start + a, block.start + b
+                out.append(_Span(s, e, block.text[a:b], tuple(block.section)))
+    else:
+        out = [_Span(a, b, source.text[a:b]) for a, b in sentence_spans(source.text)]
+    return out
+
+
+def windows(n: int, window: int, stride: int) -> list[tuple[int, int]]:
+    """``[start, end)`` sentence ranges of the windows over ``n`` sentences (the last one flush)."""
+    if n <= 0:
+        return []
+    starts = list(range(0, max(1, n - window + 1), stride))
+    if starts[-1] + window < n:
+        starts.append(n - window)
+    return [(i, min(n, i + window)) for i in starts]
+
+
+def _passage(source: SourceDoc, group: list[_Span]) -> Passage:
+    start, end = group[0].start, group[-1].end
+    return Passage(
+        passage_id=content_hash(f"{source.source_version}:{start}:{end}"),
+        source_id=source.source_id,
+        source_version=source.source_version,
+        source_date=source.source_date,
+        authority=source.authority,
+        start=start,
+        end=end,
+        text=" ".join(s.text for s in group),
+        title=source.title,
+        source_rev=source.source_rev,
+        source_kind=source.source_kind,
+        deleted_in=source.deleted_in,
+    )
+
+
+def build_passages(source: SourceDoc, window: int = 3, stride: int = 2) -> list[tuple[Passage, list[_Span]]]:
+    """Sentence windows of one source version, each with the sentences it is made of."""
+    sents = _sentences_of(source)
+    return [(_passage(source, sents[i:j]), sents[i:j]) for i, j in windows(len(sents), window, stride)]

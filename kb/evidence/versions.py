@@ -1,0 +1,277 @@
+"""How a sentence of an older source version stands in the newest version and in the newest
+corpus: its counterpart in a sentence diff of the two versions, what stands under its heading,
+whether it was removed, whether the newest corpus still states it; and the claim-aligned
+sentence of a passage. A mixin of the Retriever, over the index it builds."""
+
+from __future__ import annotations
+
+from collections import Counter
+from difflib import SequenceMatcher
+
+import numpy as np
+from rapidfuzz import fuzz, process
+from rapidfuzz.utils import default_process
+
+# Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
+# passages are cut the same way.
+from kb.evidence.bm25 import _BM25
+from kb.evidence.passages import _Span, sentence_key, tokenize
+from kb.records import Claim, Passage
+
+# (older, newer) sentences of a replaced run that still counts as one local edit. On docsdrift
+# (docs/labelling.md "Rewritten statements") 26 of the 35 gold stale sentences inside a replaced
+# run sit in one of at most 2 older sentences, against 4 of the 116 sentences the newer release
+# dropped ("uncertain"), and those 4 runs grew to 4 or more newer sentences.
+LOCAL_EDIT = (2, 3)
+# an older sentence with no sentence at least this like it (fuzz.ratio) in the newest version of
+# its source was removed there, not reworded
+REMOVED_BELOW = 70
+# a claim as written that the newest corpus states word for word counts as stated there when it is
+# a sentence of at least this many words, or stands under the same heading path (a list item, an
+# option line: short text that recurs on many pages means something only in its place)
+VERBATIM_ANYWHERE_WORDS = 6
+# a sentence of the newest corpus at least this like an older sentence (fuzz.ratio on the
+# sentence keys) still states it: its page moved, was split or renamed, the fact did not go
+STILL_STATED = 90
+
+
+class SourceVersions:
+    """The version-alignment half of the Retriever (it holds the index these read)."""
+
+    passages: list[Passage]
+    sentences: list[_Span]
+    _p_sent: np.ndarray
+    _bm25_sent: _BM25 | None
+    _sent_terms: dict[int, frozenset[str]]
+    _versions_by_source: dict[str, list[int]]
+    _version_range: list[tuple[int, int]]
+    _version_sentences: list[tuple[int, int]]
+    _newest_version: dict[str, int]
+    _aligned: dict[int, dict[int, tuple[str, int]]]
+    _headings: dict[int, dict[tuple[str, ...], list[int]]]
+    _sentence_starts: np.ndarray
+    _current: tuple[dict[str, list[int]], list[str], list[int]] | None
+
+    # ------------------------------------------------------------ alignment
+
+    def _best_sentence_index(self, claim_tokens: list[str], claim_text: str, j: int) -> int:
+        """The sentence of passage ``j`` best aligned with the claim: rapidfuzz token-set ratio
+        and IDF-weighted share of the claim's terms it contains (numbers count double: a
+        subject's number, "Severity 1", "v2", identifies what the claim is about)."""
+        a, b = self._p_sent[j]
+        return self._best_sentence_of(claim_tokens, claim_text, range(int(a), int(b)))
+
+    def _best_sentence_of(self, claim_tokens: list[str], claim_text: str, indices) -> int:
+        """Of the sentences ``indices``, the one best aligned with the claim (as above)."""
+        indices = list(indices)
+        if len(indices) == 1:
+            return int(indices[0])
+        bm = self._bm25_sent
+        assert bm is not None  # index() ran on passages
+        weights = {}
+        for t in claim_tokens:
+            tid = bm.vocab.get(t)
+            if tid is not None:
+                weights[t] = float(bm.idf[tid]) * (2.0 if t[:1].isdigit() else 1.0)
+        total = sum(weights.values())
+        q = default_process(claim_text)
+        best, best_score = int(indices[0]), -1.0
+        for i in indices:
+            text = self.sentences[i].text
+            fz = fuzz.token_set_ratio(q, default_process(text)) / 100.0
+            terms = self._sent_terms.get(i)
+            if terms is None:
+                terms = self._sent_terms[i] = frozenset(tokenize(text))
+            rec = sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
+            score = 0.5 * fz + 0.5 * rec
+            if score > best_score:
+                best, best_score = int(i), score
+        return best
+
+    # ------------------------------------------------------------ versions
+
+    def counterpart(self, sentence: int) -> tuple[str, int] | None:
+        """Where sentence ``sentence`` (a global index) of an older source version stands in
+        the source's newest version: ``("equal", i)`` when the newest version still has it
+        (in place or moved), ``("replaced", i)`` when a diff of the two versions puts sentence
+        ``i`` in its place, None when the newest version dropped it (or it is the newest)."""
+        v = self._version_of_sentence(sentence)
+        new = self._newest_version.get(self.passages[self._version_range[v][0]].source_id)
+        if new is None or new == v or not self._older(v, new):
+            return None
+        if v not in self._aligned:
+            self._aligned[v] = self._align_versions(v, new)
+        return self._aligned[v].get(sentence)
+
+    def same_heading(self, sentence: int, taken) -> tuple[int, int] | None:
+        """For a sentence of an older source version that has no counterpart in the newest
+        version (its section was rewritten, so the diff pairs nothing): the newest version's
+        sentence under the same heading path most like it, and the passage holding it (nearest
+        the middle, among those not in ``taken``); None when the newest version has no such
+        heading or every passage holding that sentence is taken. A heading outlives a rewrite
+        of its text (an option's section, "#### `peerCertURI`", keeps its name while its
+        default and its wording change), so what the newest version says under it is what a
+        verifier must read beside the old; of the lines there, the one most like the old line
+        is the one that can stand in its place."""
+        section = self.sentences[sentence].section
+        v = self._version_of_sentence(sentence)
+        new = self._newest_version.get(self.passages[self._version_range[v][0]].source_id)
+        if not section or new is None or new == v or not self._older(v, new):
+            return None
+        if new not in self._headings:
+            by_section: dict[tuple[str, ...], list[int]] = {}
+            na, nb = self._version_sentences[new]
+            for i in range(na, nb):
+                by_section.setdefault(self.sentences[i].section, []).append(i)
+            self._headings[new] = by_section
+        under = self._headings[new].get(section)
+        if not under:
+            return None
+        # most like the old line as every evidence sentence is chosen (term recall with numbers
+        # counting double: a subject's number says what a line is about, so "Severity 1 ... 1
+        # hour" goes with "Severity 1 ... 30 minutes", not the closer-spelled "Severity 2 ... 2 hours")
+        old_text = self.sentences[sentence].text
+        best = self._best_sentence_of(tokenize(old_text), old_text, under)
+        j = self._passage_holding(best, taken)
+        return None if j is None else (j, best)
+
+    def removed_in(self, sentence: int) -> str:
+        """For a sentence of an older source version that the newest version has no counterpart
+        of (not kept, not moved, not replaced in a local edit, and no sentence of the newest
+        version like it): that version's rev, else its date. "" otherwise."""
+        v = self._version_of_sentence(sentence)
+        new = self._newest_version.get(self.passages[self._version_range[v][0]].source_id)
+        if new is None or new == v or not self._older(v, new):
+            return ""
+        if v not in self._aligned:
+            self._aligned[v] = self._align_versions(v, new)
+        if sentence in self._aligned[v]:
+            return ""
+        p = self.passages[self._version_range[new][0]]
+        na, nb = self._version_sentences[new]
+        text = self.sentences[sentence].text
+        if p.source_kind == "spec":
+            # a spec fact is "<subject>: <values>": gone when no fact of the newest spec has its subject
+            subject = text.split(": ", 1)[0] + ": "
+            if any(self.sentences[i].text.startswith(subject) for i in range(na, nb)):
+                return ""
+        else:
+            key = sentence_key(text)
+            if any(fuzz.ratio(key, sentence_key(self.sentences[i].text)) >= REMOVED_BELOW for i in range(na, nb)):
+                return ""  # reworded in place or elsewhere on the page: a revision, not a removal
+        return p.source_rev or (p.source_date.isoformat() if p.source_date else "")
+
+    def still_stated(self, sentence: int) -> int | None:
+        """A sentence of the newest corpus (the newest version of every source that was not
+        deleted) that states ``sentence`` word for word or nearly (``STILL_STATED``); None when
+        none does. A removal needs the fact's absence everywhere: a page that moved, was split or
+        renamed takes its sentences with it, and what its old place lost still stands there."""
+        exact, keys, where = self._newest_corpus()
+        key = sentence_key(self.sentences[sentence].text)
+        if key in exact:
+            return exact[key][0]
+        found = process.extractOne(key, keys, scorer=fuzz.ratio, processor=None, score_cutoff=STILL_STATED)
+        return None if found is None else where[found[2]]
+
+    def _newest_corpus(self) -> tuple[dict[str, list[int]], list[str], list[int]]:
+        """The sentence keys of the newest version of every source that was not deleted: key ->
+        its sentences, and the keys and sentences in order (for fuzzy lookups)."""
+        if self._current is None:
+            exact: dict[str, list[int]] = {}
+            keys, where = [], []
+            for sid, versions in self._versions_by_source.items():
+                # a source read once is current as it is; of several dated versions, the newest
+                v = self._newest_version.get(sid, versions[-1])
+                a, _ = self._version_range[v]
+                if self.passages[a].deleted_in:
+                    continue
+                for i in range(*self._version_sentences[v]):
+                    key = sentence_key(self.sentences[i].text)
+                    exact.setdefault(key, []).append(i)
+                    keys.append(key)
+                    where.append(i)
+            self._current = (exact, keys, where)
+        return self._current
+
+    def stated_verbatim(self, claim: Claim) -> int | None:
+        """A sentence of the newest corpus that states the claim as written, word for word: under
+        the claim's heading path, or anywhere for a sentence of ``VERBATIM_ANYWHERE_WORDS`` words
+        or more. None when there is none."""
+        key = sentence_key(claim.source_text)
+        found = self._newest_corpus()[0].get(key) if key else None
+        if not found:
+            return None
+        section = tuple(claim.section.split(" > ")) if claim.section else ()
+        here = [i for i in found if self.sentences[i].section == section]
+        if here:
+            return here[0]
+        return found[0] if len(key.split()) >= VERBATIM_ANYWHERE_WORDS else None
+
+    def _sentence_home(self, sentence: int) -> tuple[str, tuple[str, ...]]:
+        """The source and heading path a sentence stands under (the same in every version)."""
+        v = self._version_of_sentence(sentence)
+        return self.passages[self._version_range[v][0]].source_id, self.sentences[sentence].section
+
+    def _version_of_sentence(self, sentence: int) -> int:
+        return int(np.searchsorted(self._sentence_starts, sentence, side="right") - 1)
+
+    def _older(self, v: int, w: int) -> bool:
+        dv = self.passages[self._version_range[v][0]].source_date
+        dw = self.passages[self._version_range[w][0]].source_date
+        return dv is not None and dw is not None and dv < dw
+
+    def _align_versions(self, old: int, new: int) -> dict[int, tuple[str, int]]:
+        """A sentence diff of two versions of one source: each older sentence's place in the
+        newer one. A *local edit* (a run of at most ``LOCAL_EDIT`` older sentences replaced by
+        at most ``LOCAL_EDIT[1]`` newer ones, in otherwise unchanged surroundings) pairs each
+        older sentence with the most similar newer sentence of the run: that is what took its
+        place. A longer replaced run is a rewritten section, where a fact was more often
+        dropped than changed: none of it is taken as a counterpart."""
+        (oa, ob), (na, nb) = self._version_sentences[old], self._version_sentences[new]
+        old_keys = [sentence_key(self.sentences[i].text) for i in range(oa, ob)]
+        new_keys = [sentence_key(self.sentences[i].text) for i in range(na, nb)]
+        where_now: dict[str, list[int]] = {}
+        for i, k in enumerate(new_keys):
+            where_now.setdefault(k, []).append(na + i)
+        repeats_old = Counter(old_keys)
+
+        def moved_to(i: int) -> int | None:
+            """Where the older sentence ``i`` went, if it moved elsewhere on the page: a
+            newer sentence of the same words, under the same heading; or, for a sentence
+            that occurs once in each version, wherever it is. A line that repeats under many
+            headings ("Optional, Default=false") says nothing of where its fact went: taken
+            from another heading, it paired an option's old default with another option's."""
+            found = where_now.get(old_keys[i], [])
+            section = self.sentences[oa + i].section
+            same = [j for j in found if self.sentences[j].section == section]
+            if same:
+                return same[0]
+            if len(found) == 1 and repeats_old[old_keys[i]] == 1:
+                return found[0]
+            return None
+
+        out: dict[int, tuple[str, int]] = {}
+        for tag, i1, i2, j1, j2 in SequenceMatcher(None, old_keys, new_keys, autojunk=False).get_opcodes():
+            for i in range(i1, i2):
+                kept = na + j1 + i - i1 if tag == "equal" else -1
+                # Such a repeated line the diff itself lines up with one under another heading
+                # (sections reordered) is no more kept; a line that stands once keeps the diff's
+                # pairing, whatever its heading is now called.
+                if kept >= 0 and (repeats_old[old_keys[i]] == 1 or self.sentences[kept].section == self.sentences[oa + i].section):
+                    out[oa + i] = ("equal", kept)
+                elif (moved := moved_to(i)) is not None:
+                    out[oa + i] = ("equal", moved)
+                elif tag == "replace" and i2 - i1 <= LOCAL_EDIT[0] and j2 - j1 <= LOCAL_EDIT[1]:
+                    j = max(range(j1, j2), key=lambda j: fuzz.ratio(old_keys[i], new_keys[j]))
+                    out[oa + i] = ("replaced", na + j)
+        return out
+
+    def _passage_holding(self, sentence: int, taken=()) -> int | None:
+        """The passage of the sentence's version in which it sits nearest the middle, of those
+        not in ``taken``; None when every passage holding it is taken."""
+        a, b = self._version_range[self._version_of_sentence(sentence)]
+        starts, ends = self._p_sent[a:b, 0], self._p_sent[a:b, 1]
+        inside = np.nonzero((starts <= sentence) & (sentence < ends))[0]
+        off_centre = np.abs((starts[inside] + ends[inside] - 1) / 2 - sentence)
+        free = [int(a + j) for j in inside[np.argsort(off_centre, kind="stable")] if int(a + j) not in taken]
+        return free[0] if free else None
