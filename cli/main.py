@@ -44,6 +44,7 @@ BENCHES = {
     "git": "bench.gitload",
     "findings": "bench.findings",
     "parse": "bench.parse_fidelity",
+    "nights": "bench.nights",
 }
 
 

@@ -203,8 +203,13 @@ def edit_risk(
 
 # ---- keys ----------------------------------------------------------------------------------
 def evidence_key(verdict: Verdict, evidence: list[Evidence]) -> str:
-    """Fingerprint of the evidence a verdict rests on (passage ids carry the source version)."""
-    deciding = [e for e in evidence if e.evidence_id in set(verdict.evidence_ids)] or evidence
+    """Fingerprint of the evidence a verdict rests on (passage ids carry the source version).
+
+    The passages whose sentence decided the verdict, not every passage it was shown
+    (`Verdict.evidence_ids` lists all of them): otherwise a new version of any other source in a
+    claim's top k gave its edit a new id, and every decision on the edit was lost."""
+    deciding = [e for e in evidence if verdict.evidence_sentence and e.sentence == verdict.evidence_sentence]
+    deciding = deciding or [e for e in evidence if e.evidence_id in set(verdict.evidence_ids)] or evidence
     return content_hash("|".join(sorted(e.passage_id for e in deciding)) + "|" + (verdict.evidence_sentence or ""))
 
 
