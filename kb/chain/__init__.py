@@ -170,6 +170,7 @@ def run_audit(
     - ``verify_batch``: verifies one batch of uncached claims elsewhere (the Dask fan-out), in
       batches of ``verify_batch_size``; the verdict cache stays here.
     """
+    # One function on purpose: the order of the stage calls is the chain, read top to bottom.
     settings = settings.for_run()
     shard_index, shard_count = shard
     tag = f"[shard {shard_index + 1}/{shard_count}] " if shard_count > 1 else ""

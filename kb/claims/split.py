@@ -829,6 +829,7 @@ def setting_option(claim: Claim) -> str:
 
 def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[Claim]:
     """Atomic, self-contained claims of ``doc`` with spans into ``doc.text``."""
+    # One pass over the blocks on purpose: lead-ins, headings and the last named subject carry from block to block.
     settings = settings or ClaimSettings()
     if doc.ignore:
         return []

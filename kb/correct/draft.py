@@ -348,6 +348,7 @@ def draft_edits(
     ``suppressed``: proposal keys of rejected edits -> the rejection (``kb.correct.review.rejected_proposals``).
     Without ``evidence`` nothing can be re-verified, so every draft is dropped with that reason.
     """
+    # One pass on purpose: a draft's status depends on its own re-verification and on the rejected proposals.
     docs = {d.doc_id: d for d in documents}
     claims_by_id = {c.claim_id: c for c in claims}
     suppressed = suppressed or {}

@@ -313,6 +313,7 @@ def escalate(
 
 
 def _run_deep(order, claims_by_id, evidence, depth, rs, client, lesson_ids, today, result) -> None:
+    # One function on purpose: the worker threads share the budget's reservations and the result lists.
     budget = Budget(rs.max_calls, rs.max_tokens, rs.max_seconds)
     # the per-run limit also bounds the calls in flight, not only which claims may start
     deadline, outer = time.monotonic() + rs.max_seconds, getattr(client, "deadline", None)

@@ -543,6 +543,7 @@ class Retriever(SourceVersions):
     def search(self, claims: list[Claim], k: int = 5, on_batch=None) -> dict[str, list[Evidence]]:
         """Top-k evidence per claim (plus other versions of the sources found), every score kept.
         ``on_batch(n)`` is called after each scoring batch of ``n`` claims (progress)."""
+        # One loop on purpose: a claim's passages and their sentences are extended together (counterparts, the newest corpus) and must stay in step.
         results: dict[str, list[Evidence]] = {c.claim_id: [] for c in claims}
         todo = [c for c in claims if c.text and c.text.strip()]
         if not todo or not self.passages:

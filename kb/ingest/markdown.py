@@ -318,6 +318,7 @@ class MarkdownParser:
         self.para_lead = lead_in
 
     def _run_markdown(self, lines) -> None:
+        # A line-by-line state machine of CommonMark's blocks: its states share the open block and the offsets.
         text = self.text
         i = 0
         nlines = len(lines)

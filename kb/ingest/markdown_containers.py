@@ -38,6 +38,7 @@ PROSE_DIRECTIVES = frozenset({
 def unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], dict[int, tuple[str, int]]]:
     """Lines with container markup blanked and container bodies dedented (spans stay exact);
     returns them and {line index: (title, offset)} for container titles."""
+    # A line-by-line state machine over nested containers: each line's handling depends on the open ones.
     out: list[tuple[int, int]] = []
     titles: dict[int, tuple[str, int]] = {}
     indents: list[int] = []  # body indent of each open indented container (admonition, tab)

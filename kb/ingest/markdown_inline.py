@@ -27,6 +27,7 @@ def inline_markdown(out: TextBuilder, s: str, base: int) -> None:
     Kept: text, link labels, code span contents (identifiers are checkable facts), autolink
     URLs. Dropped: emphasis markers, link destinations, images, HTML tags and comments.
     """
+    # One pass over the inline spans on purpose: every kept character keeps its offset into the page.
     i = 0
     n = len(s)
     find = _INLINE_SPECIAL.search

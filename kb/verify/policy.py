@@ -137,6 +137,7 @@ def decide(
     ``known_current``: per source, the last date its newest version was known to be current
     (a snapshot's capture date, the newest revision that still holds it). A source missing
     there was read by this run and nothing newer exists: it is current on ``today``."""
+    # One function on purpose: the labelling policy is an ordered list of cases, and the order is the policy.
     th = dict(DEFAULT_THRESHOLDS)
     if thresholds:
         th.update({k: v for k, v in thresholds.items() if k in th})

@@ -310,6 +310,7 @@ def _counts_a_noun(tokens: list[str], i: int, j: int) -> bool:
 
 
 def _numeric(tokens: list[str], i: int) -> Quantity | None:
+    # One token scan on purpose: a number's unit, scale, comparator and kind are read around it together.
     tok = tokens[i]
     n = len(tokens)
     prefix_op = ""

@@ -212,6 +212,7 @@ def _surface(text: str, value: str | None) -> str | None:
 
 
 def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
+    # One function on purpose: conflicts and missing terms accumulate across the phases (lists, the diff, quantities, negation) before one judgement.
     cw, ew = _words(cs.tokens), _words(es.tokens)
     if not cw or not ew:
         return None

@@ -232,6 +232,7 @@ def build_report(
     ``tool_claims`` are claims decided against tool logs: dicts with ``claim_id``, ``text``,
     ``start``, ``end``, ``problem`` (None when supported) and ``receipt_id``.
     """
+    # Long because the report is assembled field by field as its JSON schema lays it out.
     verdict_of = {v["claim_id"]: v for v in verdicts}
     claim_rows, gaps = [], []
     for c in claims:
@@ -396,6 +397,7 @@ class VerifyLoop:
 
         ``tool_logs``: a path (JSON list or JSON lines) or a list of dicts (see ``load_tool_logs``).
         """
+        # The VerifyLoop protocol's steps in their order (trace, forward and backward checks, gaps, corrections).
         settings = self.settings
         entries = (
             tool_logs if isinstance(tool_logs, list) and all(isinstance(t, ToolEntry) for t in tool_logs) else load_tool_logs(tool_logs)
