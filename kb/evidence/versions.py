@@ -5,6 +5,7 @@ sentence of a passage. A mixin of the Retriever, over the index it builds."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from difflib import SequenceMatcher
 
@@ -33,6 +34,32 @@ VERBATIM_ANYWHERE_WORDS = 6
 # a sentence of the newest corpus at least this like an older sentence (fuzz.ratio on the
 # sentence keys) still states it: its page moved, was split or renamed, the fact did not go
 STILL_STATED = 90
+
+
+# a word with its inner separators: an identifier keeps them (email_validator is not email-validator)
+_WORD = re.compile(r"[^\W_]+(?:[-_.][^\W_]+)*")
+# a short line that states a value: "Optional, Default=0s" recurs under many headings of a reference
+_VALUE = re.compile(r"\d|=|:")
+
+
+def written_key(text: str) -> str:
+    """A text as written, compared for "word for word": case, spacing, punctuation between words
+    and a call's empty parentheses (``model_dump()``: notation) aside; identifiers keep their
+    separators."""
+    return " ".join(_WORD.findall(text.lower().replace("()", "")))
+
+
+def states_as_written(claim_text: str, claim_section: str, sentence: str, sentence_section: str) -> bool:
+    """Whether ``sentence`` states the claim as written, word for word: a whole sentence of
+    ``VERBATIM_ANYWHERE_WORDS`` words or more anywhere; a shorter line (a list item, a name) only
+    under the same heading path, and never one that states a value (a default, a number), which
+    the same reference repeats for other options."""
+    key = written_key(claim_text)
+    if not key or written_key(sentence) != key:
+        return False
+    if len(key.split()) >= VERBATIM_ANYWHERE_WORDS:
+        return True
+    return claim_section == sentence_section and not _VALUE.search(claim_text)
 
 
 class SourceVersions:
@@ -194,18 +221,14 @@ class SourceVersions:
         return self._current
 
     def stated_verbatim(self, claim: Claim) -> int | None:
-        """A sentence of the newest corpus that states the claim as written, word for word: under
-        the claim's heading path, or anywhere for a sentence of ``VERBATIM_ANYWHERE_WORDS`` words
-        or more. None when there is none."""
+        """A sentence of the newest corpus that states the claim as written (``states_as_written``);
+        one under the claim's own heading path first. None when there is none."""
         key = sentence_key(claim.source_text)
         found = self._newest_corpus()[0].get(key) if key else None
-        if not found:
-            return None
-        section = tuple(claim.section.split(" > ")) if claim.section else ()
-        here = [i for i in found if self.sentences[i].section == section]
-        if here:
-            return here[0]
-        return found[0] if len(key.split()) >= VERBATIM_ANYWHERE_WORDS else None
+        written = [i for i in found or () if states_as_written(claim.source_text, claim.section, self.sentences[i].text,
+                                                               " > ".join(self.sentences[i].section))]  # fmt: skip
+        here = [i for i in written if " > ".join(self.sentences[i].section) == claim.section]
+        return (here or written or [None])[0]
 
     def _sentence_home(self, sentence: int) -> tuple[str, tuple[str, ...]]:
         """The source and heading path a sentence stands under (the same in every version)."""

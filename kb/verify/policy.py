@@ -28,8 +28,7 @@ from datetime import date
 
 from kb.claims.split import SETTING_NOTE
 from kb.claims.text import passage_sentences
-from kb.evidence.passages import sentence_key
-from kb.evidence.versions import VERBATIM_ANYWHERE_WORDS
+from kb.evidence.versions import states_as_written
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.slots import canonical, extract, informative_words, similarity, word_tokens
 
@@ -114,13 +113,8 @@ def apply_confidence_floor(verdicts: list[Verdict], floor: float) -> list[Verdic
 
 
 def stated_as_written(claim: Claim, e: Evidence) -> bool:
-    """Whether the evidence sentence is the claim as written, word for word (case, punctuation and
-    spacing aside): under the same heading path, or anywhere for a whole sentence (a short line
-    such as "Optional, Default=false" means something only under its heading)."""
-    key = sentence_key(claim.source_text)
-    if not key or sentence_key(e.sentence) != key:
-        return False
-    return e.section == claim.section or len(key.split()) >= VERBATIM_ANYWHERE_WORDS
+    """Whether the evidence sentence is the claim as written, word for word (kb.evidence.versions)."""
+    return states_as_written(claim.source_text, claim.section, e.sentence, e.section)
 
 
 def decide(
