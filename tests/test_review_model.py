@@ -142,6 +142,9 @@ class Model:
         statuses = {d: ("suppressed" if d.proposal in rejected else "queued") for d in drafts.values() if d is not None}
         self.runs.append((scope, drafts))
         self.statuses.append(statuses)
+        for draft in statuses:  # drafted again: the page is back at the edit's base version
+            if draft in self.steps:
+                self.steps[draft] = [s for s in self.steps[draft] if s != "conflicted"]
         if scope == "full":
             self.committed = {doc: self.text(doc) for doc in DOCS}
 
@@ -517,3 +520,41 @@ def test_a_new_version_of_another_source_keeps_an_edits_id_and_its_rejection(pre
     assert second["backups.md"][0] != first["backups.md"][0] and second["backups.md"][1] == "queued"
     queued = {e for (e,) in sql(out, "SELECT edit_id FROM review_queue")}
     assert queued == {second["retention.md"][0], second["backups.md"][0]}
+
+
+@pytest.mark.slow
+def test_an_approved_edit_that_conflicted_is_approved_again_once_its_page_is_back(prefect_harness, tmp_path):
+    """Apply met a hand edit and marked the approved edit `conflicted`; the hand edit was undone,
+    so the next run drafted the very same edit (same page version, same id). The conflict stayed
+    its newest step: not in the queue, not approvable, never applied, the page wrong for good."""
+    kb, src, out = tmp_path / "kb", tmp_path / "src", tmp_path / "store"
+    kb.mkdir()
+    src.mkdir()
+    doc = "limits.md"
+    page = page_text(doc, 0, PAGES[doc][1][0])
+    (kb / doc).write_text(page, "utf-8")
+    (src / doc).write_text(source_text(doc, PAGES[doc][2][0], PUBLISHED[1]), "utf-8")
+
+    def audit() -> None:
+        assert cli(["run", str(kb), "--sources", str(src), "--out", str(out), "--today", TODAY, "--depth", DEPTH]) == 0
+
+    audit()
+    ((edit_id,),) = sql(out, "SELECT edit_id FROM review_queue")
+    assert cli(["review", "approve", edit_id, "--out", str(out)]) == 0
+    (kb / doc).write_text(page_text(doc, 0, PAGES[doc][1][1]), "utf-8")
+    assert cli(["review", "apply", "--out", str(out), "--docs", str(kb)]) == 0
+    assert sql(out, "SELECT state FROM edit_state WHERE edit_id = ?", [edit_id]) == [("conflicted",)]
+    (kb / doc).write_text(page, "utf-8")  # the hand edit undone
+    audit()
+    assert sql(out, "SELECT edit_id FROM edits WHERE run_id = (SELECT max(run_id) FROM full_runs)") == [(edit_id,)]
+    assert sql(out, "SELECT state FROM edit_state WHERE edit_id = ?", [edit_id]) == [("approved",)]
+    assert cli(["review", "apply", "--out", str(out), "--docs", str(kb)]) == 0
+    assert (kb / doc).read_text("utf-8") == page.replace(str(PAGES[doc][1][0]), str(PAGES[doc][2][0]))
+    assert [s for (s,) in sql(out, "SELECT state FROM edit_history WHERE edit_id = ? ORDER BY happened_at", [edit_id])] == [
+        "queued",
+        "approved",
+        "conflicted",
+        "queued",
+        "applying",
+        "applied",
+    ]

@@ -3,7 +3,8 @@
 - `edit_history`: every step of every edit, oldest first: drafted by a run (its draft status),
   approved or rejected by a reviewer, applying / applied / conflicted by apply.
 - `edit_state`: one row per edit: its newest `edits` row, the `edit_details` of that run, and
-  `state`, the newest step (a decision or an apply event overrides the draft status). `new_text`
+  `state`, the newest step (a decision or an apply event overrides the draft status; a
+  `conflicted` event only until a run drafts the same edit again). `new_text`
   is the reviewer's text when an approval gave one (edit-then-approve; the newest such
   decision), else the drafted text, which stays in `drafted_text`.
 - `review_queue` (replaces the base view): edits of the newest full run still waiting for a human
@@ -35,14 +36,20 @@ def view_sql() -> list[str]:
                 -- (tests/test_queue_rerun.py). A run drafts an edit id once, so this keeps one row.
                 SELECT * FROM edits
                 QUALIFY run_id = max(run_id) OVER (PARTITION BY edit_id)
+            ), drafted AS (
+                SELECT e.edit_id, max(r.finished_at) AS drafted_at FROM edits e JOIN runs r USING (run_id) GROUP BY e.edit_id
             ), acts AS (
-                SELECT * FROM (
+                SELECT s.* FROM (
                     SELECT edit_id, {_DECISION_STATE} AS state, reviewer AS actor, note, decided_at AS happened_at
                     FROM review_decisions
                     UNION ALL
                     SELECT edit_id, status, actor, note, event_at FROM edit_events
-                )
-                QUALIFY row_number() OVER (PARTITION BY edit_id ORDER BY happened_at DESC) = 1
+                ) s LEFT JOIN drafted d ON d.edit_id = s.edit_id
+                -- A conflict is about the file apply found. A run that drafts the same edit after
+                -- it found the file back at the edit's base version (the id names it), so the edit
+                -- is again what its decision (or its draft) says, and apply may write it.
+                WHERE NOT (s.state = 'conflicted' AND s.happened_at < d.drafted_at)
+                QUALIFY row_number() OVER (PARTITION BY s.edit_id ORDER BY s.happened_at DESC) = 1
             ), texts AS (
                 SELECT edit_id, new_text AS reviewed_text, reviewer AS text_by FROM review_decisions
                 WHERE new_text IS NOT NULL
