@@ -14,7 +14,7 @@ export PREFECT_HOME := $(CURDIR)/.prefect
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 90
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install demo test faults clean
+.PHONY: install demo test soak clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,7 +29,10 @@ demo: $(STAMP)
 	$(BIN)/kbaudit run
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not soak"
+
+soak: $(STAMP)
+	$(BIN)/python -m pytest -q -m soak
 
 clean:
 	rm -rf $(VENV) kbaudit-out .prefect .pytest_cache

@@ -483,6 +483,7 @@ def test_review_workflow_matches_its_model(prefect_harness):
 
 
 @pytest.mark.faults
+@pytest.mark.soak
 def test_review_workflow_matches_its_model_soak(prefect_harness):
     ran = run_nights(examples=int(os.environ.get("KBAUDIT_NIGHTS_EXAMPLES", "20")), steps=12)
     kinds = ("full audit", "--changed-since audit", "audit killed in its commit", "page value edited", "page fixed by hand",
