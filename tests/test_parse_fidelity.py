@@ -364,3 +364,25 @@ def test_a_full_stop_inside_brackets_ends_no_claim_but_an_unclosed_bracket_does_
         "The next sentence stands alone.",
         "And another one.",
     ]
+
+
+def test_a_sentence_s_last_word_is_not_found_inside_the_next_term():
+    page = """Application Discovery
+---------------------
+
+``FLASK_APP=src/hello``
+    Sets the current working directory to ``src`` then imports ``hello``.
+
+``FLASK_APP=hello.web``
+    Imports the path ``hello.web``.
+
+If ``FLASK_APP`` is not set, the command will try to import "app" or "wsgi".
+"""
+    _, blocks = _blocks(page, "cli.rst")
+    assert blocks[1:] == [
+        ("list_item", "FLASK_APP=src/hello"),
+        ("list_item", "Sets the current working directory to src then imports hello."),
+        ("list_item", "FLASK_APP=hello.web"),
+        ("list_item", "Imports the path hello.web."),
+        ("paragraph", 'If FLASK_APP is not set, the command will try to import "app" or "wsgi".'),
+    ]
