@@ -386,3 +386,23 @@ If ``FLASK_APP`` is not set, the command will try to import "app" or "wsgi".
         ("list_item", "Imports the path hello.web."),
         ("paragraph", 'If FLASK_APP is not set, the command will try to import "app" or "wsgi".'),
     ]
+
+
+def test_a_fence_inside_a_nested_quote_closes_there():
+    page = """> NEW: **Changed in version 1.5:**
+>
+> > EXAMPLE: **Obsolete style:**
+> >
+> > ```django
+> >   {%- for path in extra_javascript %}
+> > ```
+> >
+> > This old-style example uses the obsolete top-level `extra_javascript` list.
+
+The theme must include the HTML that links the items from these configs.
+"""
+    _, blocks = _blocks(page, "themes.md")
+    assert [text for _, text in blocks][-2:] == [
+        "This old-style example uses the obsolete top-level extra_javascript list.",
+        "The theme must include the HTML that links the items from these configs.",
+    ]
