@@ -144,6 +144,10 @@ def _markdown_source(text: str) -> str:
             out.append("")
             continue
         options = False
+        if closers and closers[-1].match(line):
+            closers.pop()
+            out.append("")
+            continue
         m = _FENCE_OPEN.match(line)
         if m:
             run = m.group(1)
@@ -158,10 +162,6 @@ def _markdown_source(text: str) -> str:
             else:
                 fence = close
                 out.append(line)
-            continue
-        if closers and closers[-1].match(line):
-            closers.pop()
-            out.append("")
             continue
         m = _MARKER.match(line) or _TAB_MARKER.match(line)
         if m:

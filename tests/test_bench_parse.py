@@ -150,6 +150,14 @@ Workers restart nightly.
 * - generated
 ```
 
+```{note}
+Sessions expire after an hour.
+```
+
+```
+# a comment in an example
+```
+
 [opengraph.html]: {{% eturl opengraph %}}
 
 ## Homebrew \\{#homebrew}
@@ -158,5 +166,6 @@ Workers restart nightly.
 [homebrew]: https://brew.sh
 """
     assert markdown_prose(page).split() == [
-        "Limits", "Uploads", "are", "capped", "at", "8", "MB.", "Workers", "restart", "nightly.", "Homebrew",
+        "Limits", "Uploads", "are", "capped", "at", "8", "MB.", "Workers", "restart", "nightly.",
+        "Sessions", "expire", "after", "an", "hour.", "Homebrew",
     ]  # fmt: skip
