@@ -17,7 +17,8 @@ reference renderer that shares no code with the parser (docs/formats.md, "Parser
   shortcodes' bodies; MDX ``import``/``export`` and comment lines; snippet and include lines; attribute
   lists and heading ids; link reference definitions that Hugo fills with a shortcode; MyST directives other than
   docutils' admonitions). Prose: the inline text of paragraphs and headings (code spans and link labels included,
-  image alt text not), and the visible text of HTML blocks. Not prose: code blocks, tables.
+  image alt text not; a MyST role shows its text, not its name or target), and the visible text
+  of HTML blocks. Not prose: code blocks, tables.
 - reStructuredText: docutils' document tree. Prose: the text of every element except code
   (literal, doctest and math blocks), comments, raw blocks, tables, field lists, option strings,
   substitution definitions, error messages and the tables of contents docutils generates.
@@ -108,6 +109,7 @@ _CODE_SHORTCODE = re.compile(r"^[ \t]*\{\{[<%][ \t]*(highlight|code|code-toggle|
 _DROP_LINE = re.compile(
     r"^(?: {0,3}\[[^\]]+\]:[ \t]*\{\{.*|[ \t]*\{/\*.*\*/\}[ \t]*|(?:import|export)\s.*|[ \t]*--8<--.*|[ \t]*\{!.*!\}[ \t]*|[ \t]*\{%.*%\}[ \t]*|[ \t]*\{:?[ \t]*[.#][^{}]*\}[ \t]*|\([\w/.:-]+\)=[ \t]*)$"
 )
+_MYST_ROLE_END = re.compile(r"\{[A-Za-z][\w:+.-]*\}$")
 _HEADING_ID = re.compile(r"[ \t]*\\?\{[#.][^{}]*\}[ \t]*$")
 _MD = MarkdownIt("commonmark").enable("table")
 
@@ -240,10 +242,21 @@ def markdown_prose(text: str) -> str:
         elif tok.type == "html_block" and not in_table:
             parts.append(html_prose(tok.content))
         elif tok.type == "inline" and not in_table:
+            role = False
             for child in tok.children or ():
-                if child.type in ("text", "code_inline"):
-                    parts.append(child.content)
-                elif child.type in ("softbreak", "hardbreak"):
+                if child.type == "text":
+                    # a MyST role, "{ref}`the text <target>`", shows its text: not its name nor its target
+                    m = _MYST_ROLE_END.search(child.content)
+                    role = m is not None
+                    parts.append(child.content[: m.start()] if m else child.content)
+                    continue
+                if child.type == "code_inline":
+                    content = child.content
+                    if role and content.endswith(">") and " <" in content:
+                        content = content[: content.rfind(" <")]
+                    parts.append(content)
+                role = False
+                if child.type in ("softbreak", "hardbreak"):
                     parts.append(" ")
                 elif child.type == "html_inline":
                     parts.append(" ")

@@ -169,3 +169,10 @@ Sessions expire after an hour.
         "Limits", "Uploads", "are", "capped", "at", "8", "MB.", "Workers", "restart", "nightly.",
         "Sessions", "expire", "after", "an", "hour.", "Homebrew",
     ]  # fmt: skip
+
+
+def test_a_myst_role_shows_its_text_in_the_reference():
+    from bench.parse_fidelity import markdown_prose
+
+    page = "Use a {ref}`virtual environment <pypug:Creating and using Virtual Environments>` and `pip`.\n"
+    assert markdown_prose(page).split() == ["Use", "a", "virtual", "environment", "and", "pip."]
