@@ -406,3 +406,46 @@ The theme must include the HTML that links the items from these configs.
         "This old-style example uses the obsolete top-level extra_javascript list.",
         "The theme must include the HTML that links the items from these configs.",
     ]
+
+
+def test_a_rubric_is_read_as_a_heading():
+    page = """User Guide
+==========
+
+.. _`0-netrc-support`:
+.. rubric:: netrc Support
+
+This is now covered in the authentication topic.
+"""
+    _, blocks = _blocks(page, "user_guide.rst")
+    assert blocks == [
+        ("heading", "User Guide"),
+        ("heading", "netrc Support"),
+        ("paragraph", "This is now covered in the authentication topic."),
+    ]
+
+
+def test_a_list_item_that_is_a_code_fence_ends_at_its_own_closing_fence():
+    page = """- `PIP_DEFAULT_TIMEOUT=60` is the same as `--default-timeout=60`
+- ```
+  PIP_FIND_LINKS="http://mirror1.example.com http://mirror2.example.com"
+  ```
+
+  is the same as
+
+  ```
+  --find-links=http://mirror1.example.com --find-links=http://mirror2.example.com
+  ```
+
+Repeatable options that do not take a value (such as `--verbose`) can be
+specified using the number of repetitions:
+
+- `PIP_VERBOSE=3` is the same as `pip install -vvv`
+"""
+    _, blocks = _blocks(page, "configuration.md")
+    assert blocks == [
+        ("list_item", "PIP_DEFAULT_TIMEOUT=60 is the same as --default-timeout=60"),
+        ("list_item", "is the same as"),
+        ("paragraph", "Repeatable options that do not take a value (such as --verbose) can be specified using the number of repetitions:"),
+        ("list_item", "PIP_VERBOSE=3 is the same as pip install -vvv"),
+    ]

@@ -480,6 +480,13 @@ class MarkdownParser:
                 and not (self.para and self.para_kind != "list_item" and lm.group(2)[0].isdigit() and not lm.group(2).startswith("1"))
             ):
                 self._list_item(lm, line, base)
+                fm = FENCE.match(line, lm.end())
+                if fm and not (fm.group(1)[0] == "`" and "`" in line[fm.end() :]):
+                    # "- ```": the item is a code block, to its own closing fence (and no further)
+                    self.para = []
+                    i += 1
+                    while i < nlines and not closes_fence(text[lines[i][0] : lines[i][1]], fm.group(1), lm.end()):
+                        i += 1
                 i += 1
                 continue
             content = line.strip()

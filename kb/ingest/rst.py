@@ -186,6 +186,8 @@ def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
                 continue  # emitted with its section
             elif isinstance(child, (nodes.paragraph, nodes.line)):
                 emit(kind, child, section)
+            elif isinstance(child, nodes.rubric):
+                emit("heading", child, section, depth + 1)  # an informal heading: it opens no section
             elif isinstance(child, nodes.term):
                 emit("list_item", child, section)  # a definition list's term names what its definition states
             elif isinstance(child, (nodes.list_item, nodes.definition_list_item)):
