@@ -15,7 +15,8 @@ reference renderer that shares no code with the parser (docs/formats.md, "Parser
   generators' container markup is taken off (front matter; ``!!!``/``???``/``===`` markers, whose
   indented bodies are read dedented; ``:::`` fence lines; Hugo shortcode lines and the code
   shortcodes' bodies; MDX ``import``/``export`` and comment lines; snippet and include lines; attribute
-  lists and heading ids; link reference definitions that Hugo fills with a shortcode; MyST directives other than
+  lists and heading ids; a line holding only a component tag (``<TabItem value="1">``) ends
+  there, so the Markdown inside reads as Markdown; link reference definitions that Hugo fills with a shortcode; MyST directives other than
   docutils' admonitions). Prose: the inline text of paragraphs and headings (code spans and link labels included,
   image alt text not; a MyST role shows its text, not its name or target), and the visible text
   of HTML blocks. Not prose: code blocks, tables.
@@ -109,6 +110,7 @@ _CODE_SHORTCODE = re.compile(r"^[ \t]*\{\{[<%][ \t]*(highlight|code|code-toggle|
 _DROP_LINE = re.compile(
     r"^(?: {0,3}\[[^\]]+\]:[ \t]*\{\{.*|[ \t]*\{/\*.*\*/\}[ \t]*|(?:import|export)\s.*|[ \t]*--8<--.*|[ \t]*\{!.*!\}[ \t]*|[ \t]*\{%.*%\}[ \t]*|[ \t]*\{:?[ \t]*[.#][^{}]*\}[ \t]*|\([\w/.:-]+\)=[ \t]*)$"
 )
+_COMPONENT_LINE = re.compile(r"^[ \t]*</?[A-Z][\w.]*(?:\s[^<>]*)?/?>[ \t]*$")
 _MYST_ROLE_END = re.compile(r"\{[A-Za-z][\w:+.-]*\}$")
 _HEADING_ID = re.compile(r"[ \t]*\\?\{[#.][^{}]*\}[ \t]*$")
 _MD = MarkdownIt("commonmark").enable("table")
@@ -190,6 +192,9 @@ def _markdown_source(text: str) -> str:
             line = _HEADING_ID.sub("", line)
         if _SHORTCODE.match(line) or _DROP_LINE.match(line):
             out.append("")
+            continue
+        if _COMPONENT_LINE.match(line):
+            out.extend([line, ""])  # MDX and VitePress read the Markdown inside a component as Markdown
             continue
         out.append(line)
     return "\n".join(out)
