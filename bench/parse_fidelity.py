@@ -15,9 +15,11 @@ reference renderer that shares no code with the parser (docs/formats.md, "Parser
   generators' container markup is taken off (front matter; ``!!!``/``???``/``===`` markers, whose
   indented bodies are read dedented; ``:::`` fence lines; Hugo shortcode lines and the code
   shortcodes' bodies; MDX ``import``/``export`` and comment lines; snippet and include lines; attribute
-  lists and heading ids; link reference definitions that Hugo fills with a shortcode; MyST directives other than
+  lists and heading ids; a line holding only a component tag (``<TabItem value="1">``) ends
+  there, so the Markdown inside reads as Markdown; link reference definitions that Hugo fills with a shortcode; MyST directives other than
   docutils' admonitions). Prose: the inline text of paragraphs and headings (code spans and link labels included,
-  image alt text not), and the visible text of HTML blocks. Not prose: code blocks, tables.
+  image alt text not; a MyST role shows its text, not its name or target), and the visible text
+  of HTML blocks. Not prose: code blocks, tables.
 - reStructuredText: docutils' document tree. Prose: the text of every element except code
   (literal, doctest and math blocks), comments, raw blocks, tables, field lists, option strings,
   substitution definitions, error messages and the tables of contents docutils generates.
@@ -108,6 +110,8 @@ _CODE_SHORTCODE = re.compile(r"^[ \t]*\{\{[<%][ \t]*(highlight|code|code-toggle|
 _DROP_LINE = re.compile(
     r"^(?: {0,3}\[[^\]]+\]:[ \t]*\{\{.*|[ \t]*\{/\*.*\*/\}[ \t]*|(?:import|export)\s.*|[ \t]*--8<--.*|[ \t]*\{!.*!\}[ \t]*|[ \t]*\{%.*%\}[ \t]*|[ \t]*\{:?[ \t]*[.#][^{}]*\}[ \t]*|\([\w/.:-]+\)=[ \t]*)$"
 )
+_COMPONENT_LINE = re.compile(r"^[ \t]*</?[A-Z][\w.]*(?:\s[^<>]*)?/?>[ \t]*$")
+_MYST_ROLE_END = re.compile(r"\{[A-Za-z][\w:+.-]*\}$")
 _HEADING_ID = re.compile(r"[ \t]*\\?\{[#.][^{}]*\}[ \t]*$")
 _MD = MarkdownIt("commonmark").enable("table")
 
@@ -144,6 +148,10 @@ def _markdown_source(text: str) -> str:
             out.append("")
             continue
         options = False
+        if closers and closers[-1].match(line):
+            closers.pop()
+            out.append("")
+            continue
         m = _FENCE_OPEN.match(line)
         if m:
             run = m.group(1)
@@ -158,10 +166,6 @@ def _markdown_source(text: str) -> str:
             else:
                 fence = close
                 out.append(line)
-            continue
-        if closers and closers[-1].match(line):
-            closers.pop()
-            out.append("")
             continue
         m = _MARKER.match(line) or _TAB_MARKER.match(line)
         if m:
@@ -188,6 +192,9 @@ def _markdown_source(text: str) -> str:
             line = _HEADING_ID.sub("", line)
         if _SHORTCODE.match(line) or _DROP_LINE.match(line):
             out.append("")
+            continue
+        if _COMPONENT_LINE.match(line):
+            out.extend([line, ""])  # MDX and VitePress read the Markdown inside a component as Markdown
             continue
         out.append(line)
     return "\n".join(out)
@@ -240,10 +247,21 @@ def markdown_prose(text: str) -> str:
         elif tok.type == "html_block" and not in_table:
             parts.append(html_prose(tok.content))
         elif tok.type == "inline" and not in_table:
+            role = False
             for child in tok.children or ():
-                if child.type in ("text", "code_inline"):
-                    parts.append(child.content)
-                elif child.type in ("softbreak", "hardbreak"):
+                if child.type == "text":
+                    # a MyST role, "{ref}`the text <target>`", shows its text: not its name nor its target
+                    m = _MYST_ROLE_END.search(child.content)
+                    role = m is not None
+                    parts.append(child.content[: m.start()] if m else child.content)
+                    continue
+                if child.type == "code_inline":
+                    content = child.content
+                    if role and content.endswith(">") and " <" in content:
+                        content = content[: content.rfind(" <")]
+                    parts.append(content)
+                role = False
+                if child.type in ("softbreak", "hardbreak"):
                     parts.append(" ")
                 elif child.type == "html_inline":
                     parts.append(" ")

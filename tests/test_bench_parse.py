@@ -150,6 +150,14 @@ Workers restart nightly.
 * - generated
 ```
 
+```{note}
+Sessions expire after an hour.
+```
+
+```
+# a comment in an example
+```
+
 [opengraph.html]: {{% eturl opengraph %}}
 
 ## Homebrew \\{#homebrew}
@@ -158,5 +166,20 @@ Workers restart nightly.
 [homebrew]: https://brew.sh
 """
     assert markdown_prose(page).split() == [
-        "Limits", "Uploads", "are", "capped", "at", "8", "MB.", "Workers", "restart", "nightly.", "Homebrew",
+        "Limits", "Uploads", "are", "capped", "at", "8", "MB.", "Workers", "restart", "nightly.",
+        "Sessions", "expire", "after", "an", "hour.", "Homebrew",
     ]  # fmt: skip
+
+
+def test_a_myst_role_shows_its_text_in_the_reference():
+    from bench.parse_fidelity import markdown_prose
+
+    page = "Use a {ref}`virtual environment <pypug:Creating and using Virtual Environments>` and `pip`.\n"
+    assert markdown_prose(page).split() == ["Use", "a", "virtual", "environment", "and", "pip."]
+
+
+def test_markdown_inside_a_component_reads_as_markdown_in_the_reference():
+    from bench.parse_fidelity import markdown_prose
+
+    page = '<TabItem value="1">\n```shell title="~/.bashrc"\neval "$(task --completion bash)"\n```\n</TabItem>\n\nLoad it once.\n'
+    assert markdown_prose(page).split() == ["Load", "it", "once."]

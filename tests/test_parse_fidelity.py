@@ -364,3 +364,88 @@ def test_a_full_stop_inside_brackets_ends_no_claim_but_an_unclosed_bracket_does_
         "The next sentence stands alone.",
         "And another one.",
     ]
+
+
+def test_a_sentence_s_last_word_is_not_found_inside_the_next_term():
+    page = """Application Discovery
+---------------------
+
+``FLASK_APP=src/hello``
+    Sets the current working directory to ``src`` then imports ``hello``.
+
+``FLASK_APP=hello.web``
+    Imports the path ``hello.web``.
+
+If ``FLASK_APP`` is not set, the command will try to import "app" or "wsgi".
+"""
+    _, blocks = _blocks(page, "cli.rst")
+    assert blocks[1:] == [
+        ("list_item", "FLASK_APP=src/hello"),
+        ("list_item", "Sets the current working directory to src then imports hello."),
+        ("list_item", "FLASK_APP=hello.web"),
+        ("list_item", "Imports the path hello.web."),
+        ("paragraph", 'If FLASK_APP is not set, the command will try to import "app" or "wsgi".'),
+    ]
+
+
+def test_a_fence_inside_a_nested_quote_closes_there():
+    page = """> NEW: **Changed in version 1.5:**
+>
+> > EXAMPLE: **Obsolete style:**
+> >
+> > ```django
+> >   {%- for path in extra_javascript %}
+> > ```
+> >
+> > This old-style example uses the obsolete top-level `extra_javascript` list.
+
+The theme must include the HTML that links the items from these configs.
+"""
+    _, blocks = _blocks(page, "themes.md")
+    assert [text for _, text in blocks][-2:] == [
+        "This old-style example uses the obsolete top-level extra_javascript list.",
+        "The theme must include the HTML that links the items from these configs.",
+    ]
+
+
+def test_a_rubric_is_read_as_a_heading():
+    page = """User Guide
+==========
+
+.. _`0-netrc-support`:
+.. rubric:: netrc Support
+
+This is now covered in the authentication topic.
+"""
+    _, blocks = _blocks(page, "user_guide.rst")
+    assert blocks == [
+        ("heading", "User Guide"),
+        ("heading", "netrc Support"),
+        ("paragraph", "This is now covered in the authentication topic."),
+    ]
+
+
+def test_a_list_item_that_is_a_code_fence_ends_at_its_own_closing_fence():
+    page = """- `PIP_DEFAULT_TIMEOUT=60` is the same as `--default-timeout=60`
+- ```
+  PIP_FIND_LINKS="http://mirror1.example.com http://mirror2.example.com"
+  ```
+
+  is the same as
+
+  ```
+  --find-links=http://mirror1.example.com --find-links=http://mirror2.example.com
+  ```
+
+Repeatable options that do not take a value (such as `--verbose`) can be
+specified using the number of repetitions:
+
+- `PIP_VERBOSE=3` is the same as `pip install -vvv`
+"""
+    _, blocks = _blocks(page, "configuration.md")
+    assert blocks == [
+        ("list_item", "PIP_DEFAULT_TIMEOUT=60 is the same as --default-timeout=60"),
+        ("list_item", "is the same as"),
+        ("paragraph", "Repeatable options that do not take a value (such as --verbose) can be specified using the number of repetitions:"),
+        ("list_item", "PIP_VERBOSE=3 is the same as pip install -vvv"),
+    ]

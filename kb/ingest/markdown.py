@@ -21,6 +21,7 @@ _HR = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 _LIST = re.compile(r"( *)([-*+•]|\d{1,9}[.)])([ \t]+|$)")
 _QUOTE = re.compile(r" {0,3}> ?")
+_QUOTES = re.compile(r"(?: {0,3}> ?)*")
 _TABLE_DELIM = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _COMMENT_LINE = re.compile(r"[ \t]*(?:<!--.*?-->|\{/\*.*?\*/\})[ \t]*$")  # HTML; MDX
 # the block-level tags that open an HTML block in CommonMark (its type 6) and hold prose
@@ -390,7 +391,9 @@ class MarkdownParser:
                     i += 1
                     while i < nlines:
                         ls, le = lines[i]
-                        if closes_fence(text[ls:le].lstrip(">") if in_quote else text[ls:le], fence, opened):
+                        inner = text[ls:le]
+                        qm = _QUOTES.match(inner) if in_quote else None
+                        if closes_fence(inner[qm.end() :] if qm else inner, fence, opened):
                             break
                         self._reference_line(ls, le)
                         i += 1
@@ -477,6 +480,13 @@ class MarkdownParser:
                 and not (self.para and self.para_kind != "list_item" and lm.group(2)[0].isdigit() and not lm.group(2).startswith("1"))
             ):
                 self._list_item(lm, line, base)
+                fm = FENCE.match(line, lm.end())
+                if fm and not (fm.group(1)[0] == "`" and "`" in line[fm.end() :]):
+                    # "- ```": the item is a code block, to its own closing fence (and no further)
+                    self.para = []
+                    i += 1
+                    while i < nlines and not closes_fence(text[lines[i][0] : lines[i][1]], fm.group(1), lm.end()):
+                        i += 1
                 i += 1
                 continue
             content = line.strip()

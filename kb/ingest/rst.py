@@ -69,9 +69,10 @@ class _Locator:
             # closely, so that a word the source does not hold there (a substitution's text) is
             # never taken from another sentence further on, with the rest of the block after it
             at = self._find(word, pos, pos + (2000 if not offsets else _GAP) + len(word))
-            if at < 0 or at - pos > _NEAR:
+            if at < 0 or (offsets and self.text[pos:at].strip()) or at - pos > _NEAR:
                 # markup inside the word ("``black``.", ":mod:`logging`."): its pieces one by one,
-                # close together; they win over the whole word found further on
+                # close together; they win over the whole word found further on, even a few
+                # characters on ("``hello``." is not the "hello." of "hello.web" on the next line)
                 pieces, words_found = self._pieces(word, pos, _GAP if not offsets else _NEAR)
                 if at >= 0 and not (words_found and pieces[0][1] < at):
                     nxt = _FIRST_PIECE.search(found[i + 1].group()) if offsets and i + 1 < len(found) else None
@@ -96,12 +97,13 @@ class _Locator:
 
     def _find(self, s: str, lo: int, hi: int) -> int:
         """Where ``s`` stands in the source between ``lo`` and ``hi`` as a word of its own, not
-        inside a longer one: ``string`` is not the start of ``bytestring`` beside it."""
+        inside a longer one: ``string`` is not the start of ``bytestring`` beside it, and a word
+        that ends a sentence ("hello.") is not the start of ``hello.web``."""
         text = self.text
         at = text.find(s, lo, hi)
         while at >= 0 and (
             (_WORDCHAR.match(s[0]) and at > 0 and _WORDCHAR.match(text[at - 1]))
-            or (_WORDCHAR.match(s[-1]) and _WORDCHAR.match(text, at + len(s)))
+            or ((_WORDCHAR.match(s[-1]) or (s[-1] in ".,;:" and _WORDCHAR.match(s[-2:]))) and _WORDCHAR.match(text, at + len(s)))
         ):
             at = text.find(s, at + 1, hi)
         return at
@@ -184,6 +186,8 @@ def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
                 continue  # emitted with its section
             elif isinstance(child, (nodes.paragraph, nodes.line)):
                 emit(kind, child, section)
+            elif isinstance(child, nodes.rubric):
+                emit("heading", child, section, depth + 1)  # an informal heading: it opens no section
             elif isinstance(child, nodes.term):
                 emit("list_item", child, section)  # a definition list's term names what its definition states
             elif isinstance(child, (nodes.list_item, nodes.definition_list_item)):
