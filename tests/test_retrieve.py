@@ -316,3 +316,19 @@ def test_the_line_that_stands_in_for_a_rewritten_one_is_the_one_most_like_it(cac
     found = r.same_heading(old, {})
     assert found is not None
     assert r.sentences[found[1]].text == "The first response target for Severity 1 issues is 30 minutes."
+
+
+def test_stated_as_written_is_word_for_word_with_identifiers_kept():
+    from kb.evidence.versions import states_as_written, written_key
+
+    # notation is no change: case, punctuation between words, a call's empty parentheses
+    assert written_key("We are using model_dump() to convert it.") == written_key("We are using model_dump to convert it")
+    assert written_key("Before validators run first.") == written_key("Before validators: run first.")
+    # an identifier keeps its separators: another package name is another fact
+    sentence = "To use EmailStr, first install email_validator."
+    assert not states_as_written(sentence, "Models", "To use EmailStr, first install email-validator.", "Models")
+    assert states_as_written(sentence, "Models", "To use EmailStr, first install email_validator.", "Other page")
+    # a short line counts only under its own heading, and never when it states a value
+    assert states_as_written("DecodingError", "Errors > Hierarchy", "DecodingError", "Errors > Hierarchy")
+    assert not states_as_written("DecodingError", "Errors > Hierarchy", "DecodingError", "Errors > Classes")
+    assert not states_as_written("Optional, Default=0s", "Options > timeout", "Optional, Default=0s", "Options > timeout")
