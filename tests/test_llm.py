@@ -479,7 +479,7 @@ JSON_REPLY = json.dumps({"status": "verified-with-corrections", "questions": ["H
 
 
 def test_parser_reads_fences_prose_numbered_headers_json_and_missing_blocks():
-    from kb.escalate.cove import parse_reply
+    from kb.escalate.cove_reply import parse_reply
 
     r = parse_reply(FENCED_PROSE)
     assert r.status == "verified-clean" and r.answers == ['"Backups are kept for 30 days on the Team plan" (see [P1])']

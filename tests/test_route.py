@@ -7,8 +7,9 @@ from datetime import date
 
 import pytest
 
-from kb.config import ConfigError, Settings
-from kb.escalate.cove import CoveSettings, find_quote, ground, items, parse_reply, parse_status, split_blocks
+from kb.config import ConfigError, CoveSettings, Settings
+from kb.escalate.cove_grounding import find_quote, ground
+from kb.escalate.cove_reply import items, parse_reply, parse_status, split_blocks
 from kb.escalate.lessons import lesson_row, load_lessons, matches
 from kb.escalate.llm import ChatReply, Cost
 from kb.escalate.route import NO_ENDPOINT_ACTION, DeepVerdict, RouteSettings, escalate

@@ -8,8 +8,11 @@ import hashlib
 import json
 from pathlib import Path
 
+import kb.claims.classify
+import kb.claims.rewrite
 import kb.claims.split
 import kb.claims.text
+import kb.claims.units
 import kb.evidence.bm25
 import kb.evidence.embed
 import kb.evidence.passages
@@ -49,7 +52,7 @@ def splitter_version() -> str:
     # every module a page's parse goes through: a change in any of them can change its claims
     parser = (kb.ingest.parse, kb.ingest.front_matter, kb.ingest.offsets, kb.ingest.common, kb.ingest.markdown,
               kb.ingest.markdown_containers, kb.ingest.markdown_inline, kb.ingest.html_blocks, kb.ingest.rst)  # fmt: skip
-    return code_version(*parser, kb.claims.split, kb.claims.text)
+    return code_version(*parser, kb.claims.split, kb.claims.units, kb.claims.rewrite, kb.claims.classify, kb.claims.text)
 
 
 @functools.cache
