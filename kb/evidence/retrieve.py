@@ -31,11 +31,6 @@ Every score is kept in ``Evidence``: ``score_bm25`` (raw BM25), ``score_dense`` 
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import os
-import uuid
-from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -44,32 +39,14 @@ from rapidfuzz.utils import default_process
 
 # Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
 # passages are cut the same way.
-from kb.claims import text as claim_text
-from kb.evidence import bm25, passages
 from kb.evidence.bm25 import _BM25
 from kb.evidence.passages import _passage, _sentences_of, _Span
 from kb.evidence.passages import build_passages as build_passages
 from kb.evidence.passages import tokenize as tokenize
 from kb.evidence.passages import windows as windows
+from kb.evidence.snapshot import snapshot_path, write_snapshot
 from kb.evidence.versions import SourceVersions
-from kb.log import logger
 from kb.records import Claim, Evidence, Passage, SourceDoc
-
-# ---------------------------------------------------------------- tokens (BM25, alignment)
-
-SNAPSHOT_FORMAT = 1  # bump when the snapshot's arrays change meaning
-SNAPSHOTS_KEPT = 3
-
-
-@functools.cache
-def _code_hash() -> str:
-    """The code a snapshot's arrays come from (this module, passages, BM25, the tokeniser): a
-    snapshot built by other code is not read back."""
-    h = hashlib.sha256(Path(__file__).read_bytes())
-    for module in (passages, bm25, claim_text):
-        h.update(Path(str(module.__file__)).read_bytes())
-    return h.hexdigest()[:16]
-
 
 # ---------------------------------------------------------------- retriever
 
@@ -252,16 +229,8 @@ class Retriever(SourceVersions):
         (the indexed texts, the sentences, the BM25 parameters, the static model, this code)."""
         if self.index_cache is None:
             return None
-        h = hashlib.sha256()
         first = getattr(self.first_stage, "model_id", None) if self.first_stage is not None else None
-        h.update(repr((SNAPSHOT_FORMAT, self.k1, self.b, self.window, self.stride, first, _code_hash(), version("bm25s"))).encode())
-        for t in texts:
-            h.update(t.encode("utf-8"))
-            h.update(b"\0")
-        for sent in sentences:
-            h.update(sent.text.encode("utf-8"))
-            h.update(b"\1")
-        return self.index_cache / "index" / f"{h.hexdigest()[:32]}.npz"
+        return snapshot_path(self.index_cache, (self.k1, self.b, self.window, self.stride, first), texts, [t.text for t in sentences])
 
     def _read_snapshot(self, path: Path, n_passages: int, n_sentences: int) -> bool:
         try:
@@ -285,17 +254,7 @@ class Retriever(SourceVersions):
         arrays = {**self._bm25.arrays("p_"), **self._bm25_sent.arrays("s_")}
         if self.first_stage is not None:
             arrays["static"] = self._static
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".tmp-{uuid.uuid4().hex[:8]}-{path.name}")
-            with open(tmp, "wb") as fh:
-                np.savez(fh, **arrays)  # pyright: ignore[reportArgumentType]  # the keys are ours (p_*, s_*, static), never savez's own allow_pickle
-            os.replace(tmp, path)
-            # Older corpora's snapshots: only the newest few are worth their disk.
-            for old in sorted(path.parent.glob("*.npz"), key=lambda f: f.stat().st_mtime)[:-SNAPSHOTS_KEPT]:
-                old.unlink(missing_ok=True)
-        except OSError as exc:  # a read-only or full cache costs the next run a rebuild, nothing more
-            logger.warning("index snapshot not written to %s: %s", path.parent, exc)
+        write_snapshot(path, arrays)
 
     @property
     def dense_scored(self) -> int:
