@@ -86,3 +86,12 @@ def test_release_choice():
     assert choose_revs(tags, "1.0", "1.4") == ("1.0", ["1.4"])
     with pytest.raises(ConfigError, match="not a release"):
         choose_revs(tags, "2.0", None)
+
+
+@pytest.mark.parametrize(("name", "precision", "judged"), [("rollup", 0.2174, 23), ("scrapy", 0.625, 40)])
+def test_the_judged_samples_score_as_documented(name, precision, judged):
+    """The judged samples of held-out projects (docs/benchmarks.md) score to the published figures."""
+    path = Path(__file__).parent / "fixtures" / "judged" / f"{name}.csv"
+    scored = score(path)
+    assert (scored["precision"], scored["judged"], scored["unjudged"]) == (precision, judged, 0)
+    assert scored["precision_lo"] < precision < scored["precision_hi"]
