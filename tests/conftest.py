@@ -42,6 +42,17 @@ def eval_data(*parts: str) -> Path:
     pytest.skip(message)
 
 
+def store_sql(out: Path, sql: str, params=None) -> list[tuple]:
+    """Rows of a query on a store's views, through a read-only DuckDB connection."""
+    import duckdb
+
+    con = duckdb.connect(str(out / "kbaudit.duckdb"), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
 @pytest.fixture(scope="session")
 def prefect_harness():
     from prefect.testing.utilities import prefect_test_harness

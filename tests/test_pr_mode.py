@@ -19,7 +19,7 @@ import pytest
 from cli.main import main as cli
 from kb.config import DEMO_ROOT
 from kb.store import Store
-from tests.conftest import DEMO_TODAY
+from tests.conftest import DEMO_TODAY, store_sql
 
 pytestmark = pytest.mark.slow
 
@@ -72,14 +72,6 @@ def audit_args(repo: Path, out: Path, *extra: str, as_json: bool = True) -> list
     ]
 
 
-def sql(out: Path, query: str, params=None) -> list[tuple]:
-    con = duckdb.connect(str(out / "kbaudit.duckdb"), read_only=True)
-    try:
-        return con.execute(query, params or []).fetchall()
-    finally:
-        con.close()
-
-
 @pytest.fixture(scope="module")
 def warm(prefect_harness, tmp_path_factory):
     """The demo KB committed to a repository, and a store holding one full run of it."""
@@ -99,7 +91,7 @@ def work(warm, tmp_path):
 def test_changed_since_audits_changed_renamed_and_new_files_and_reports_deleted(work, capsys):
     repo, out = work
     docs = repo / "docs"
-    full_claims = sql(out, "SELECT count(*) FROM claims")[0][0]
+    full_claims = store_sql(out, "SELECT count(*) FROM claims")[0][0]
     sla = (docs / "sla.md").read_text()
     (docs / "sla.md").write_text(sla.replace("99.95%", "99.99%"))  # uncommitted edit
     git(repo, "mv", "docs/webhooks.md", "docs/integrations-webhooks.md")  # staged rename
@@ -117,23 +109,23 @@ def test_changed_since_audits_changed_renamed_and_new_files_and_reports_deleted(
     assert any("renamed webhooks.md -> integrations-webhooks.md" in note for note in json.loads(row["notes"]))
 
     run_id = row["run_id"]
-    audited_docs = {r[0] for r in sql(out, "SELECT DISTINCT doc_id FROM claims_history WHERE run_id = ?", [run_id])}
+    audited_docs = {r[0] for r in store_sql(out, "SELECT DISTINCT doc_id FROM claims_history WHERE run_id = ?", [run_id])}
     assert audited_docs == {"integrations-webhooks.md", "sla.md", "status-page.md"}
     # The KB's current state is still the full run's: the store did not shrink to three pages.
-    assert sql(out, "SELECT count(*) FROM claims")[0][0] == full_claims
-    assert sql(out, "SELECT count(DISTINCT doc_id) FROM documents")[0][0] == 15
-    assert sql(out, "SELECT count(*) FROM runs")[0][0] == 2
-    assert sql(out, "SELECT count(*) FROM full_runs")[0][0] == 1
-    assert sql(out, "SELECT count(*) FROM label_trend")[0][0] == 1
+    assert store_sql(out, "SELECT count(*) FROM claims")[0][0] == full_claims
+    assert store_sql(out, "SELECT count(DISTINCT doc_id) FROM documents")[0][0] == 15
+    assert store_sql(out, "SELECT count(*) FROM runs")[0][0] == 2
+    assert store_sql(out, "SELECT count(*) FROM full_runs")[0][0] == 1
+    assert store_sql(out, "SELECT count(*) FROM label_trend")[0][0] == 1
     # The changed sentence was verified again.
-    changed = sql(
+    changed = store_sql(
         out,
         "SELECT v.label, v.reused FROM verdicts v JOIN claims_history c USING (run_id, claim_id) "
         "WHERE v.run_id = ? AND c.source_text LIKE '%99.99%%'",
         [run_id],
     )
     assert changed and all(not reused for _, reused in changed)
-    new_page = sql(
+    new_page = store_sql(
         out,
         "SELECT v.label FROM verdicts v JOIN claims_history c USING (run_id, claim_id) WHERE v.run_id = ? AND c.doc_id = 'status-page.md'",
         [run_id],
@@ -155,7 +147,7 @@ def test_changed_sources_bring_in_the_documents_whose_evidence_changed(work, cap
     assert len(row["documents_audited"]) < 15
     assert row["documents_deleted"] == []
     assert any("sources changed since full run" in note for note in json.loads(row["notes"]))
-    labels = sql(
+    labels = store_sql(
         out,
         "SELECT v.label FROM verdicts v JOIN claims_history c USING (run_id, claim_id) "
         "WHERE v.run_id = ? AND c.source_text LIKE '%Enterprise plan guarantees 99.95%%'",
@@ -170,7 +162,7 @@ def test_nothing_changed_audits_nothing_and_a_detached_head_works(work, capsys):
     code, row, err = run_json(capsys, *audit_args(repo, out, "--changed-since", "main"))
     assert code == 0, err
     assert row["documents_audited"] == [] and row["documents_deleted"] == [] and row["claims"] == 0
-    assert sql(out, "SELECT count(DISTINCT doc_id) FROM documents")[0][0] == 15
+    assert store_sql(out, "SELECT count(DISTINCT doc_id) FROM documents")[0][0] == 15
 
 
 def test_text_summary_names_the_audited_documents(work, capsys):
@@ -236,5 +228,5 @@ def test_a_store_written_before_run_scopes_takes_a_pr_run(work, capsys):
     assert code in (0, 1), err
     # The old run has no corpus fingerprint: every other claim's evidence is compared, and none changed.
     assert row["documents_audited"] == ["sla.md"]
-    assert sql(out, "SELECT count(*) FROM full_runs")[0][0] == 1
-    assert sql(out, "SELECT count(DISTINCT doc_id) FROM documents")[0][0] == 15
+    assert store_sql(out, "SELECT count(*) FROM full_runs")[0][0] == 1
+    assert store_sql(out, "SELECT count(DISTINCT doc_id) FROM documents")[0][0] == 15

@@ -20,18 +20,11 @@ import pytest
 from cli.main import main as cli
 from kb.store import Store
 from review_app.app import create_app
+from tests.conftest import store_sql
 
 PAGE = "The API allows 100 requests per minute per key.\n"
 SOURCE = "---\nid: limits\npublished_at: 2026-10-01\n---\nThe API allows 300 requests per minute per key.\n"
 TODAY = "2026-11-02"
-
-
-def _sql(out: Path, sql: str, params=None) -> list[tuple]:
-    con = duckdb.connect(str(out / "kbaudit.duckdb"), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
 
 
 def one_page_kb(base: Path) -> tuple[Path, Path, Path]:
@@ -69,7 +62,7 @@ def rerun_store(prefect_harness, tmp_path_factory):
     """The reproducer: the same audit twice, nothing changed in between."""
     docs, sources, out = one_page_kb(tmp_path_factory.mktemp("rerun"))
     run(docs, sources, out)
-    first = _sql(out, "SELECT edit_id FROM review_queue")
+    first = store_sql(out, "SELECT edit_id FROM review_queue")
     run(docs, sources, out)
     return docs, sources, out, [e for (e,) in first]
 
@@ -78,18 +71,18 @@ def test_an_unchanged_rerun_keeps_the_queued_edit_on_every_surface(rerun_store, 
     docs, _sources, out, first = rerun_store
     assert len(first) == 1, "the first audit queues the one edit (100 -> 300)"
     edit = first[0]
-    runs = [r for (r,) in _sql(out, "SELECT run_id FROM full_runs ORDER BY run_id")]
+    runs = [r for (r,) in store_sql(out, "SELECT run_id FROM full_runs ORDER BY run_id")]
     assert len(runs) == 2
     # The newest run drafted the same edit again, still waiting for a human.
-    assert _sql(out, "SELECT run_id, status FROM edits WHERE edit_id = ? ORDER BY run_id", [edit]) == [
+    assert store_sql(out, "SELECT run_id, status FROM edits WHERE edit_id = ? ORDER BY run_id", [edit]) == [
         (runs[0], "queued"),
         (runs[1], "queued"),
     ]
-    assert _sql(out, "SELECT state, run_id FROM edit_state WHERE edit_id = ?", [edit]) == [("queued", runs[1])]
+    assert store_sql(out, "SELECT state, run_id FROM edit_state WHERE edit_id = ?", [edit]) == [("queued", runs[1])]
 
     assert listed_by_cli(out, capsys) == [edit]
-    assert _sql(out, "SELECT edit_id, doc_id FROM review_queue") == [(edit, "limits.md")]
-    assert _sql(out, "SELECT owner, edits FROM review_queue_by_owner") == [("(no owner)", 1)]
+    assert store_sql(out, "SELECT edit_id, doc_id FROM review_queue") == [(edit, "limits.md")]
+    assert store_sql(out, "SELECT owner, edits FROM review_queue_by_owner") == [("(no owner)", 1)]
     data, page = listed_by_app(out)
     assert data == [edit] and page == [edit]
 

@@ -17,7 +17,6 @@ import textwrap
 import time
 from pathlib import Path
 
-import duckdb
 import pandas as pd
 import pytest
 
@@ -28,6 +27,7 @@ from kb.correct.draft import draft_edits
 from kb.correct.versions import run_tables
 from kb.records import content_hash
 from kb.store import Store, new_run_id
+from tests.conftest import store_sql
 from tests.test_correct import TODAY, EchoVerifier, demo_audit, expected_corrections
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,14 +68,6 @@ def _run(store: Store, docs_root: Path):
     return run_id, edits
 
 
-def _sql(out: Path, sql: str, params=None) -> list[tuple]:
-    con = duckdb.connect(str(out / "kbaudit.duckdb"), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
-
-
 def _files(docs: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(docs.glob("*.md"))}
 
@@ -93,7 +85,7 @@ def test_review_cycle_run_decide_apply_run_again(kb_store, tmp_path, capsys):
     queued = [e for e in edits if e.status == "queued"]
     auto = [e for e in edits if e.status == "auto"]
     assert len(queued) >= 4 and auto, [e.status for e in edits]
-    assert _sql(out, "SELECT count(*) FROM review_queue")[0][0] == len(queued)
+    assert store_sql(out, "SELECT count(*) FROM review_queue")[0][0] == len(queued)
 
     # Decide: two approvals on the command line, one rejection, one approval by import.
     approve, reject, imported = queued[:2], queued[2], queued[3]
@@ -125,10 +117,10 @@ def test_review_cycle_run_decide_apply_run_again(kb_store, tmp_path, capsys):
         assert e.new_text in after[e.doc_id].decode() and e.old_text not in after[e.doc_id].decode()
     for e in [reject, *queued[4:]]:
         assert e.old_text in after[e.doc_id].decode()
-    states = dict(_sql(out, "SELECT edit_id, state FROM edit_state"))
+    states = dict(store_sql(out, "SELECT edit_id, state FROM edit_state"))
     assert {states[e.edit_id] for e in accepted} == {"applied"}
     assert states[reject.edit_id] == "rejected"
-    written = _sql(out, "SELECT doc_id, version_id FROM applied_versions")
+    written = store_sql(out, "SELECT doc_id, version_id FROM applied_versions")
     assert {d for d, _ in written} == {e.doc_id for e in accepted}
     assert all(content_hash(after[d]) == v for d, v in written)
 
@@ -136,7 +128,7 @@ def test_review_cycle_run_decide_apply_run_again(kb_store, tmp_path, capsys):
     # the undecided ones are still queued.
     run2, edits2 = _run(store, docs)
     fixed = {e.new_text for e in accepted}
-    supported = _sql(
+    supported = store_sql(
         out, "SELECT c.source_text FROM verdicts v JOIN claims c USING (claim_id) WHERE v.run_id = ? AND v.label = 'supported'", [run2]
     )
     assert fixed <= {r[0] for r in supported} | {e.new_text for e in accepted if "`" in e.new_text}
@@ -144,15 +136,15 @@ def test_review_cycle_run_decide_apply_run_again(kb_store, tmp_path, capsys):
     assert [e.status for e in again] == ["suppressed"] and "bob" in again[0].reason
     assert not any(e.claim_id in {a.claim_id for a in accepted} for e in edits2)
     assert {e.claim_id for e in edits2 if e.status == "queued"} == {e.claim_id for e in queued[4:]}
-    assert _sql(out, "SELECT count(*) FROM review_queue")[0][0] == len(queued) - 4
+    assert store_sql(out, "SELECT count(*) FROM review_queue")[0][0] == len(queued) - 4
 
     # Every step is in DuckDB.
-    steps = [r[0] for r in _sql(out, "SELECT state FROM edit_history WHERE edit_id = ? ORDER BY happened_at", [approve[0].edit_id])]
+    steps = [r[0] for r in store_sql(out, "SELECT state FROM edit_history WHERE edit_id = ? ORDER BY happened_at", [approve[0].edit_id])]
     assert steps == ["queued", "approved", "applying", "applied"]
-    assert _sql(out, "SELECT reviewer, origin FROM review_decisions WHERE edit_id = ?", [imported.edit_id]) == [
+    assert store_sql(out, "SELECT reviewer, origin FROM review_decisions WHERE edit_id = ?", [imported.edit_id]) == [
         ("cy", "import:decisions.csv")
     ]
-    origins = {r[0] for r in _sql(out, "SELECT origin FROM version_history")}
+    origins = {r[0] for r in store_sql(out, "SELECT origin FROM version_history")}
     assert origins == {"run", "applied"}
 
 
@@ -170,9 +162,9 @@ def test_conflict_when_the_document_changed_after_the_draft(kb_store):
         e.edit_id for e in edits if e.doc_id == edit.doc_id and e.status in ("auto", "queued") and (e.status == "auto" or e is edit)
     }
     assert "document changed" in conflicted[0].reason
-    state = _sql(out, "SELECT state, state_note FROM edit_state WHERE edit_id = ?", [edit.edit_id])[0]
+    state = store_sql(out, "SELECT state, state_note FROM edit_state WHERE edit_id = ?", [edit.edit_id])[0]
     assert state[0] == "conflicted" and "drafted against" in state[1]
-    assert _sql(out, "SELECT count(*) FROM applied_versions WHERE doc_id = ?", [edit.doc_id])[0][0] == 0
+    assert store_sql(out, "SELECT count(*) FROM applied_versions WHERE doc_id = ?", [edit.doc_id])[0][0] == 0
     # Applied or conflicted edits take no further decisions.
     with pytest.raises(ConfigError):
         review.decide(store, [edit.edit_id], "approve")
@@ -195,7 +187,7 @@ def test_apply_refuses_the_bundled_demo_and_bad_decision_files(kb_store, tmp_pat
     ).to_parquet(sheet)
     with pytest.raises(ConfigError, match="maybe"):
         review.import_decisions(store, sheet)
-    assert _sql(out, "SELECT count(*) FROM review_decisions")[0][0] == 0, "a bad file imports nothing"
+    assert store_sql(out, "SELECT count(*) FROM review_decisions")[0][0] == 0, "a bad file imports nothing"
 
 
 CRASHING_APPLY = textwrap.dedent(
@@ -236,14 +228,14 @@ def test_a_killed_apply_leaves_every_file_old_or_new_and_the_next_apply_finishes
     for doc_id, data in now.items():
         assert data == before[doc_id] or content_hash(data) == new_hash[doc_id], f"{doc_id} is neither old nor new"
     assert list(docs.glob(f".*{review.TMP_SUFFIX}")), "the half-written temporary file is left beside, not in place"
-    assert {r[0] for r in _sql(out, "SELECT DISTINCT state FROM edit_state WHERE state LIKE 'appl%'")} == {"applying"}
+    assert {r[0] for r in store_sql(out, "SELECT DISTINCT state FROM edit_state WHERE state LIKE 'appl%'")} == {"applying"}
 
     outcomes = review.apply_edits(store, actor="ann")
     assert {o.doc_id for o in outcomes if o.status == "recovered"} == changed
     assert not list(docs.glob(f".*{review.TMP_SUFFIX}"))
     final = _files(docs)
     assert all(content_hash(final[d]) == h for d, h in new_hash.items())
-    assert not _sql(out, "SELECT * FROM edit_state WHERE state = 'applying'")
+    assert not store_sql(out, "SELECT * FROM edit_state WHERE state = 'applying'")
 
 
 def test_an_external_sigkill_at_any_moment_leaves_old_or_new_files(kb_store):
@@ -278,14 +270,14 @@ def test_demo_cycle_through_the_audit_flow(prefect_harness, demo_copy):
 
     from flows.audit import audit
     from kb.config import Settings
-    from tests.conftest import DEMO_TODAY
+    from tests.conftest import DEMO_TODAY, store_sql
 
     out = demo_copy / "out"
     docs = demo_copy / "docs"
     settings = Settings(docs=docs, sources=[demo_copy / "sources"], out=out, today=date.fromisoformat(DEMO_TODAY))
     first = audit(settings)
     store = Store(out)
-    rows = _sql(out, "SELECT edit_id, doc_id, old_text, new_text, status FROM edit_state WHERE run_id = ?", [first["run_id"]])
+    rows = store_sql(out, "SELECT edit_id, doc_id, old_text, new_text, status FROM edit_state WHERE run_id = ?", [first["run_id"]])
     expected = {(r["doc_id"], r["sentence"]): r["correction"] for r in expected_corrections()}
     proposed = [r for r in rows if r[4] in ("auto", "queued")]
     correct = sum(expected.get((r[1], r[2])) == r[3] for r in proposed)
@@ -304,10 +296,12 @@ def test_demo_cycle_through_the_audit_flow(prefect_harness, demo_copy):
     second = audit(settings)
     texts = {r[3] for r in proposed if r[0] in applied}
     labels = dict(
-        _sql(out, "SELECT c.source_text, v.label FROM verdicts v JOIN claims c USING (claim_id) WHERE v.run_id = ?", [second["run_id"]])
+        store_sql(
+            out, "SELECT c.source_text, v.label FROM verdicts v JOIN claims c USING (claim_id) WHERE v.run_id = ?", [second["run_id"]]
+        )
     )
     assert all(labels.get(t) == "supported" for t in texts if t in labels), {t: labels.get(t) for t in texts}
-    rejected_claim = _sql(out, "SELECT claim_id FROM edits WHERE edit_id = ?", [queued[1][0]])[0][0]
-    again = _sql(out, "SELECT status FROM edits WHERE run_id = ? AND claim_id = ?", [second["run_id"], rejected_claim])
+    rejected_claim = store_sql(out, "SELECT claim_id FROM edits WHERE edit_id = ?", [queued[1][0]])[0][0]
+    again = store_sql(out, "SELECT status FROM edits WHERE run_id = ? AND claim_id = ?", [second["run_id"], rejected_claim])
     assert again in ([], [("suppressed",)])
-    assert _sql(out, "SELECT count(*) FROM edit_history")[0][0] > len(rows)
+    assert store_sql(out, "SELECT count(*) FROM edit_history")[0][0] > len(rows)

@@ -24,11 +24,11 @@ import time
 from datetime import date
 from pathlib import Path
 
-import duckdb
 import httpx
 import pytest
 
 from kb.config import DEMO_ROOT
+from tests.conftest import store_sql
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -41,14 +41,6 @@ needs_browser = pytest.mark.skipif(
     not CHROMEDRIVER.exists() or not CHROMIUM.exists(),
     reason="headless Chromium is not installed (/usr/bin/chromedriver; apt-get install chromium chromium-driver)",
 )
-
-
-def _sql(out: Path, sql: str, params=None) -> list[tuple]:
-    con = duckdb.connect(str(out / "kbaudit.duckdb"), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
 
 
 def _free_port() -> int:
@@ -197,7 +189,7 @@ def test_queue_filters_sort_and_the_edit_page(demo, server, browser):
     from selenium.webdriver.common.by import By
 
     docs, out = demo
-    queued = _sql(out, "SELECT edit_id, risk, doc_id, owner FROM review_queue")
+    queued = store_sql(out, "SELECT edit_id, risk, doc_id, owner FROM review_queue")
     assert len(queued) >= 10
     browser.get(server + "/")
     assert len(_rows(browser)) == len(queued)
@@ -247,7 +239,7 @@ def test_queue_filters_sort_and_the_edit_page(demo, server, browser):
 
     # The edit page: claim in its paragraph, the diff, evidence with source, version, date and
     # receipt status, the gap and the rationale.
-    edit_id, old, new, doc_id, sentence = _sql(
+    edit_id, old, new, doc_id, sentence = store_sql(
         out, "SELECT edit_id, old_text, new_text, doc_id, evidence_sentence FROM edit_state WHERE edit_id = ?", [first]
     )[0]
     assert browser.find_element(By.ID, "edit-id").text == edit_id
@@ -259,7 +251,7 @@ def test_queue_filters_sort_and_the_edit_page(demo, server, browser):
         assert diff.find_elements(By.TAG_NAME, "del") and diff.find_elements(By.TAG_NAME, "ins")
         assert "".join(i.text for i in diff.find_elements(By.TAG_NAME, "ins")) in new
     evidence = browser.find_elements(By.CSS_SELECTOR, "article.ev")
-    stored = _sql(
+    stored = store_sql(
         out,
         "SELECT source_id, source_version, source_date FROM evidence e JOIN edit_state s "
         "ON e.claim_id = s.claim_id AND e.run_id = s.run_id WHERE s.edit_id = ? ORDER BY rank",
@@ -271,7 +263,7 @@ def test_queue_filters_sort_and_the_edit_page(demo, server, browser):
     assert {e.find_element(By.CSS_SELECTOR, ".receipt").text for e in evidence} == {"receipt verified"}
     marks = [m.text for m in browser.find_elements(By.CSS_SELECTOR, "article.ev mark")]
     assert sentence in marks
-    gap_type, rationale = _sql(
+    gap_type, rationale = store_sql(
         out,
         "SELECT v.gap_type, v.rationale FROM verdicts v JOIN edit_state s "
         "ON v.claim_id = s.claim_id AND v.run_id = s.run_id WHERE s.edit_id = ?",
@@ -281,7 +273,7 @@ def test_queue_filters_sort_and_the_edit_page(demo, server, browser):
     assert (gap_type or "none recorded") in browser.find_element(By.ID, "gap").text
 
     # The XSS document's own page: title and owner as text there too.
-    sla = _sql(out, "SELECT edit_id FROM review_queue WHERE doc_id = 'sla.md' LIMIT 1")
+    sla = store_sql(out, "SELECT edit_id FROM review_queue WHERE doc_id = 'sla.md' LIMIT 1")
     assert sla, "the SLA page has an edit in the queue"
     browser.get(f"{server}/edit/{sla[0][0]}")
     assert browser.find_element(By.ID, "doc-title").text == XSS_TITLE
@@ -295,7 +287,7 @@ def test_approve_reject_edit_then_approve_and_apply(demo, server, browser):
     from selenium.webdriver.common.by import By
 
     docs, out = demo
-    queue = _sql(out, "SELECT edit_id, doc_id, old_text, new_text FROM review_queue WHERE state = 'queued' ORDER BY edit_id")
+    queue = store_sql(out, "SELECT edit_id, doc_id, old_text, new_text FROM review_queue WHERE state = 'queued' ORDER BY edit_id")
     backup = next(r for r in queue if r[1] == "backups.md" and "every 4 hours" in r[3])
     others = [r for r in queue if r[1] != backup[1]]
     approve, reject = others[0], next(r for r in others if r[1] != others[0][1])
@@ -348,19 +340,19 @@ def test_approve_reject_edit_then_approve_and_apply(demo, server, browser):
 
     # The store: the same append-only decision rows the CLI writes, and the apply steps.
     decisions = {
-        r[0]: r[1:] for r in _sql(out, "SELECT edit_id, decision, reviewer, note, origin, new_text, check_label FROM review_decisions")
+        r[0]: r[1:] for r in store_sql(out, "SELECT edit_id, decision, reviewer, note, origin, new_text, check_label FROM review_decisions")
     }
     assert decisions[approve[0]] == ("approve", "ann", "", "web", None, None)
     assert decisions[reject[0]] == ("reject", "ann", "the wiki is right: <b>checked</b> with the team", "web", None, None)
     assert decisions[backup[0]] == ("approve", "ann", "", "web", mine, "supported")
-    states = dict(_sql(out, "SELECT edit_id, state FROM edit_state"))
+    states = dict(store_sql(out, "SELECT edit_id, state FROM edit_state"))
     assert states[approve[0]] == states[backup[0]] == "applied" and states[reject[0]] == "rejected"
     # The KB files on disk.
     after = {p.name: p.read_text("utf-8") for p in docs.glob("*.md")}
     assert mine in after["backups.md"] and backup[2] not in after["backups.md"]
     assert approve[3] in after[approve[1]] and approve[2] not in after[approve[1]]
     assert reject[2] in after[reject[1]]
-    written = dict(_sql(out, "SELECT doc_id, version_id FROM applied_versions"))
+    written = dict(store_sql(out, "SELECT doc_id, version_id FROM applied_versions"))
     from kb.records import content_hash
 
     assert all(content_hash((docs / d).read_bytes()) == v for d, v in written.items())
@@ -378,9 +370,9 @@ def test_bulk_reject_of_a_filtered_set(demo, server, browser):
     from selenium.webdriver.common.by import By
 
     docs, out = demo
-    doc = _sql(out, "SELECT doc_id FROM review_queue GROUP BY 1 HAVING count(*) >= 2 ORDER BY 1 LIMIT 1")[0][0]
-    ids = {r[0] for r in _sql(out, "SELECT edit_id FROM review_queue WHERE doc_id = ?", [doc])}
-    total = _sql(out, "SELECT count(*) FROM review_queue")[0][0]
+    doc = store_sql(out, "SELECT doc_id FROM review_queue GROUP BY 1 HAVING count(*) >= 2 ORDER BY 1 LIMIT 1")[0][0]
+    ids = {r[0] for r in store_sql(out, "SELECT edit_id FROM review_queue WHERE doc_id = ?", [doc])}
+    total = store_sql(out, "SELECT count(*) FROM review_queue")[0][0]
     browser.get(f"{server}/?doc={doc}")
     assert {r.get_attribute("data-edit") for r in _rows(browser)} == ids
     form = browser.find_element(By.ID, "bulk-reject")
@@ -389,9 +381,9 @@ def test_bulk_reject_of_a_filtered_set(demo, server, browser):
     assert "flash=bulk-rejected" in browser.current_url
     assert browser.find_element(By.ID, "flash").text == f"Rejected {len(ids)} edit(s)"
     assert browser.find_elements(By.ID, "empty")
-    rows = _sql(out, "SELECT edit_id, decision, note FROM review_decisions WHERE note = 'this page is being rewritten'")
+    rows = store_sql(out, "SELECT edit_id, decision, note FROM review_decisions WHERE note = 'this page is being rewritten'")
     assert {r[0] for r in rows} == ids and {r[1] for r in rows} == {"reject"}
-    assert _sql(out, "SELECT count(*) FROM review_queue")[0][0] == total - len(ids)
+    assert store_sql(out, "SELECT count(*) FROM review_queue")[0][0] == total - len(ids)
 
 
 @needs_browser
@@ -399,7 +391,7 @@ def test_a_locked_store_is_shown_and_refuses_decisions(demo, server, browser):
     from selenium.webdriver.common.by import By
 
     docs, out = demo
-    edit_id = _sql(out, "SELECT edit_id FROM review_queue WHERE state = 'queued' LIMIT 1")[0][0]
+    edit_id = store_sql(out, "SELECT edit_id FROM review_queue WHERE state = 'queued' LIMIT 1")[0][0]
     client = httpx.Client(base_url=server)
     page = client.get(f"/edit/{edit_id}").text
     holder = subprocess.Popen(
@@ -418,10 +410,10 @@ def test_a_locked_store_is_shown_and_refuses_decisions(demo, server, browser):
         browser.get(server + "/")
         banner = browser.find_element(By.ID, "locked").text
         assert f"pid {holder.pid}" in banner and "decisions and apply fail" in banner
-        count = _sql(out, "SELECT count(*) FROM review_decisions")[0][0]
+        count = store_sql(out, "SELECT count(*) FROM review_decisions")[0][0]
         response = client.post(f"/edit/{edit_id}/approve", data=_form(page))
         assert response.status_code == 423 and "locked" in response.text
-        assert _sql(out, "SELECT count(*) FROM review_decisions")[0][0] == count
+        assert store_sql(out, "SELECT count(*) FROM review_decisions")[0][0] == count
     finally:
         holder.kill()
         holder.wait(timeout=20)
@@ -439,8 +431,8 @@ def _form(page: str, form_id: str = "approve-form") -> dict:
 
 def test_a_post_without_the_csrf_token_is_refused(demo, server):
     docs, out = demo
-    edit_id = _sql(out, "SELECT edit_id FROM review_queue WHERE state = 'queued' LIMIT 1")[0][0]
-    count = _sql(out, "SELECT count(*) FROM review_decisions")[0][0]
+    edit_id = store_sql(out, "SELECT edit_id FROM review_queue WHERE state = 'queued' LIMIT 1")[0][0]
+    count = store_sql(out, "SELECT count(*) FROM review_decisions")[0][0]
     client = httpx.Client(base_url=server)
     page = client.get(f"/edit/{edit_id}")
     assert "script-src 'self'" in page.headers["content-security-policy"] and "unsafe-inline" not in page.headers["content-security-policy"]
@@ -452,13 +444,13 @@ def test_a_post_without_the_csrf_token_is_refused(demo, server):
     other = httpx.Client(base_url=server)
     assert other.post(f"/edit/{edit_id}/approve", data=fields).status_code == 403
     assert client.post("/apply", data={}).status_code == 403
-    assert _sql(out, "SELECT count(*) FROM review_decisions")[0][0] == count
+    assert store_sql(out, "SELECT count(*) FROM review_decisions")[0][0] == count
 
 
 def test_two_reviewers_deciding_one_edit_at_once_one_gets_a_conflict(demo, server):
     docs, out = demo
-    edit_id = _sql(out, "SELECT edit_id FROM review_queue WHERE state = 'queued' ORDER BY edit_id DESC LIMIT 1")[0][0]
-    count = _sql(out, "SELECT count(*) FROM review_decisions WHERE edit_id = ?", [edit_id])[0][0]
+    edit_id = store_sql(out, "SELECT edit_id FROM review_queue WHERE state = 'queued' ORDER BY edit_id DESC LIMIT 1")[0][0]
+    count = store_sql(out, "SELECT count(*) FROM review_decisions WHERE edit_id = ?", [edit_id])[0][0]
     first, second = httpx.Client(base_url=server), httpx.Client(base_url=server)
     forms = [_form(first.get(f"/edit/{edit_id}").text), _form(second.get(f"/edit/{edit_id}").text, "reject-form")]
     results, start = {}, threading.Barrier(2)
@@ -479,7 +471,7 @@ def test_two_reviewers_deciding_one_edit_at_once_one_gets_a_conflict(demo, serve
     assert codes == [303, 409], {k: (r.status_code, r.text[:300]) for k, r in results.items()}
     loser = next(r for r in results.values() if r.status_code == 409)
     assert "Conflict" in loser.text and "reload" in loser.text
-    rows = _sql(out, "SELECT decision FROM review_decisions WHERE edit_id = ?", [edit_id])
+    rows = store_sql(out, "SELECT decision FROM review_decisions WHERE edit_id = ?", [edit_id])
     assert len(rows) == count + 1
     winner = next(k for k, r in results.items() if r.status_code == 303)
     assert rows[-1][0] == winner

@@ -26,7 +26,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -34,6 +33,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from cli.main import main as cli
 from review_app.app import ReviewApp
+from tests.conftest import store_sql
 
 TODAY = "2026-11-02"
 # The rules tier alone: the numbers here are contradicted by it, and a run skips loading a model.
@@ -68,14 +68,6 @@ def source_text(doc: str, value: int, published: str) -> str:
 
 def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, env={**os.environ, **GIT_ENV}, check=True, capture_output=True)
-
-
-def sql(out: Path, query: str, params=None) -> list[tuple]:
-    con = duckdb.connect(str(out / "kbaudit.duckdb"), read_only=True)
-    try:
-        return con.execute(query, params or []).fetchall()
-    finally:
-        con.close()
 
 
 # ---- the reference model --------------------------------------------------------------------
@@ -253,21 +245,21 @@ class ReviewNights(RuleBasedStateMachine):
         return json.loads(buffer.getvalue())
 
     def run_audit(self, *extra: str) -> str:
-        before = set(r for (r,) in sql(self.out, "SELECT run_id FROM runs")) if (self.out / "kbaudit.duckdb").exists() else set()
+        before = set(r for (r,) in store_sql(self.out, "SELECT run_id FROM runs")) if (self.out / "kbaudit.duckdb").exists() else set()
         code = cli(["run", str(self.kb), "--sources", str(self.src), "--out", str(self.out), "--today", TODAY, "--depth", DEPTH, *extra])
         assert code == 0, f"kbaudit run {' '.join(extra)} exited {code}"
-        (new,) = {r for (r,) in sql(self.out, "SELECT run_id FROM runs")} - before
+        (new,) = {r for (r,) in store_sql(self.out, "SELECT run_id FROM runs")} - before
         return new
 
     def learn(self, run_id: str, scope: str) -> None:
         """The run's drafts against the model's: same pages, same changes, same statuses; each
         draft's id the one it had before (a draft the model has not seen gets its id now)."""
-        audited = sorted(d for (d,) in sql(self.out, "SELECT doc_id FROM documents_history WHERE run_id = ?", [run_id]))
+        audited = sorted(d for (d,) in store_sql(self.out, "SELECT doc_id FROM documents_history WHERE run_id = ?", [run_id]))
         if scope == "full":
             assert audited == sorted(d for d in DOCS if self.model.pages[d] is not None)
         self.model.audit(scope, audited)
         expected = {(d.doc, d.old, d.new): (d, s) for d, s in self.model.statuses[-1].items()}
-        rows = sql(
+        rows = store_sql(
             self.out, "SELECT doc_id, old_text, new_text, status, edit_id FROM edits WHERE run_id = ? AND status <> 'dropped'", [run_id]
         )
         got = {(doc, old, new): status for doc, old, new, status, _e in rows}
@@ -298,11 +290,11 @@ class ReviewNights(RuleBasedStateMachine):
         cleans up after it."""
         if dies_after:
             self.note(f"audit dies after {dies_after} tables", "audit killed in its commit")
-            before = sql(self.out, "SELECT count(*) FROM runs")[0][0]
+            before = store_sql(self.out, "SELECT count(*) FROM runs")[0][0]
             with crash_in_commit(dies_after):
                 code = cli(["run", str(self.kb), "--sources", str(self.src), "--out", str(self.out), "--today", TODAY, "--depth", DEPTH])
             assert code != 0
-            assert sql(self.out, "SELECT count(*) FROM runs")[0][0] == before
+            assert store_sql(self.out, "SELECT count(*) FROM runs")[0][0] == before
             return
         self.note("full audit", "full audit")
         run_id = self.run_audit()
@@ -428,7 +420,7 @@ class ReviewNights(RuleBasedStateMachine):
             return
         expected = self.queued_ids()
         listed = [r["edit_id"] for r in self.cli_json("review", "list", "--json")]
-        view = [e for (e,) in sql(self.out, "SELECT edit_id FROM review_queue")]
+        view = [e for (e,) in store_sql(self.out, "SELECT edit_id FROM review_queue")]
         app = [i["edit_id"] for i in ReviewApp(self.out).queue_data({})["items"]]
         for name, ids in (("review list", listed), ("review_queue", view), ("review app", app)):
             assert len(ids) == len(set(ids)), f"{name} lists an edit twice: {ids}"
@@ -438,18 +430,18 @@ class ReviewNights(RuleBasedStateMachine):
     def decisions_are_kept_and_nothing_is_applied_twice(self):
         if not self.model.runs:
             return
-        rows = sql(self.out, "SELECT edit_id, decision FROM review_decisions ORDER BY decided_at")
+        rows = store_sql(self.out, "SELECT edit_id, decision FROM review_decisions ORDER BY decided_at")
         assert rows == [(self.ids[d], decision) for d, decision in self.model.decisions], (self.log, rows)
-        states = dict(sql(self.out, "SELECT edit_id, state FROM edit_state"))
+        states = dict(store_sql(self.out, "SELECT edit_id, state FROM edit_state"))
         for draft, edit_id in self.ids.items():
             assert states[edit_id] == self.model.state(draft), (self.log, draft, states[edit_id], self.model.state(draft))
-        applied = sql(self.out, "SELECT edit_id, count(*) FROM edit_events WHERE status = 'applied' GROUP BY 1 HAVING count(*) > 1")
+        applied = store_sql(self.out, "SELECT edit_id, count(*) FROM edit_events WHERE status = 'applied' GROUP BY 1 HAVING count(*) > 1")
         assert applied == [], f"applied twice: {applied}"
         # An applied edit is never drafted again; a rejected one only as suppressed.
         for draft, edit_id in self.ids.items():
             steps = self.model.steps.get(draft, [])
             if "applied" in steps:
-                later = sql(
+                later = store_sql(
                     self.out,
                     "SELECT count(*) FROM edits e JOIN runs r USING (run_id) WHERE e.edit_id = ? AND r.started_at > "
                     "(SELECT max(event_at) FROM edit_events WHERE edit_id = ? AND status = 'applied')",
@@ -508,7 +500,7 @@ def test_a_new_version_of_another_source_keeps_an_edits_id_and_its_rejection(pre
     def audit() -> dict[str, tuple[str, str]]:
         assert cli(["run", str(kb), "--sources", str(src), "--out", str(out), "--today", TODAY, "--depth", DEPTH]) == 0
         newest = "(SELECT max(run_id) FROM full_runs)"
-        return {doc: (e, s) for doc, e, s in sql(out, f"SELECT doc_id, edit_id, status FROM edits WHERE run_id = {newest}")}
+        return {doc: (e, s) for doc, e, s in store_sql(out, f"SELECT doc_id, edit_id, status FROM edits WHERE run_id = {newest}")}
 
     first = audit()
     assert {s for _e, s in first.values()} == {"queued"} and set(first) == set(DOCS)
@@ -519,7 +511,7 @@ def test_a_new_version_of_another_source_keeps_an_edits_id_and_its_rejection(pre
     assert second["limits.md"] == (limits, "suppressed")
     assert second["retention.md"] == first["retention.md"]
     assert second["backups.md"][0] != first["backups.md"][0] and second["backups.md"][1] == "queued"
-    queued = {e for (e,) in sql(out, "SELECT edit_id FROM review_queue")}
+    queued = {e for (e,) in store_sql(out, "SELECT edit_id FROM review_queue")}
     assert queued == {second["retention.md"][0], second["backups.md"][0]}
 
 
@@ -540,18 +532,18 @@ def test_an_approved_edit_that_conflicted_is_approved_again_once_its_page_is_bac
         assert cli(["run", str(kb), "--sources", str(src), "--out", str(out), "--today", TODAY, "--depth", DEPTH]) == 0
 
     audit()
-    ((edit_id,),) = sql(out, "SELECT edit_id FROM review_queue")
+    ((edit_id,),) = store_sql(out, "SELECT edit_id FROM review_queue")
     assert cli(["review", "approve", edit_id, "--out", str(out)]) == 0
     (kb / doc).write_text(page_text(doc, 0, PAGES[doc][1][1]), "utf-8")
     assert cli(["review", "apply", "--out", str(out), "--docs", str(kb)]) == 0
-    assert sql(out, "SELECT state FROM edit_state WHERE edit_id = ?", [edit_id]) == [("conflicted",)]
+    assert store_sql(out, "SELECT state FROM edit_state WHERE edit_id = ?", [edit_id]) == [("conflicted",)]
     (kb / doc).write_text(page, "utf-8")  # the hand edit undone
     audit()
-    assert sql(out, "SELECT edit_id FROM edits WHERE run_id = (SELECT max(run_id) FROM full_runs)") == [(edit_id,)]
-    assert sql(out, "SELECT state FROM edit_state WHERE edit_id = ?", [edit_id]) == [("approved",)]
+    assert store_sql(out, "SELECT edit_id FROM edits WHERE run_id = (SELECT max(run_id) FROM full_runs)") == [(edit_id,)]
+    assert store_sql(out, "SELECT state FROM edit_state WHERE edit_id = ?", [edit_id]) == [("approved",)]
     assert cli(["review", "apply", "--out", str(out), "--docs", str(kb)]) == 0
     assert (kb / doc).read_text("utf-8") == page.replace(str(PAGES[doc][1][0]), str(PAGES[doc][2][0]))
-    assert [s for (s,) in sql(out, "SELECT state FROM edit_history WHERE edit_id = ? ORDER BY happened_at", [edit_id])] == [
+    assert [s for (s,) in store_sql(out, "SELECT state FROM edit_history WHERE edit_id = ? ORDER BY happened_at", [edit_id])] == [
         "queued",
         "approved",
         "conflicted",
