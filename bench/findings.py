@@ -153,7 +153,7 @@ def choose_revs(tags: list[str], old: str | None, revs: str | None) -> tuple[str
         old = tags[max(0, len(tags) - 4)]
     if old not in tags:
         raise ConfigError(f"bench findings: --old {old}: not a release of this history ({', '.join(tags)})")
-    later = [t for t in tags[tags.index(old) + 1 :]]
+    later = tags[tags.index(old) + 1 :]
     chosen = [r.strip() for r in revs.split(",") if r.strip()] if revs else later[-3:]
     unknown = [r for r in chosen if r not in tags]
     if unknown or not chosen:
