@@ -12,7 +12,8 @@ import pytest
 from bench.demo import load_expected
 from cli.main import main as cli
 from kb.store import Store
-from tests.test_pr_mode import audit_args, git, make_demo_repo, run_json, sql
+from tests.conftest import store_sql
+from tests.test_pr_mode import audit_args, git, make_demo_repo, run_json
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +27,7 @@ def tree_digest(folder: Path) -> dict[str, str]:
 
 
 def accepted_edits(out: Path) -> list[tuple]:
-    return sql(
+    return store_sql(
         out, "SELECT edit_id, doc_id, old_text, new_text, state FROM edit_state WHERE state IN ('auto', 'approved') ORDER BY doc_id, start"
     )
 
@@ -41,7 +42,7 @@ def reviewed(prefect_harness, tmp_path_factory):
     out = root / "out"
     assert cli(audit_args(repo, out, as_json=False)) in (0, 1)
     corrections = {plain(e.correction) for e in load_expected() if e.correction}
-    queued = sql(out, "SELECT edit_id, new_text FROM review_queue WHERE state = 'queued'")
+    queued = store_sql(out, "SELECT edit_id, new_text FROM review_queue WHERE state = 'queued'")
     right = [edit_id for edit_id, new_text in queued if plain(new_text) in corrections]
     assert right
     assert cli(["review", "approve", *right, "--out", str(out), "--reviewer", "tess"]) == 0
@@ -88,7 +89,7 @@ def test_patch_goes_through_git_apply_and_the_next_run_supports_the_corrections(
     assert code in (0, 1), err
     assert row["documents_audited"] == sorted({e[1] for e in edits})
     labels = dict(
-        sql(
+        store_sql(
             out,
             "SELECT c.source_text, v.label FROM verdicts v JOIN claims_history c USING (run_id, claim_id) WHERE v.run_id = ?",
             [row["run_id"]],
@@ -148,7 +149,7 @@ def test_branch_commits_the_edits_and_leaves_the_work_tree_and_head_alone(work, 
         committed = git(repo, "show", f"kbaudit/fixes:docs/{doc_id}")
         assert new_text in committed and old_text not in committed
     message = git(repo, "log", "-1", "--format=%B", "kbaudit/fixes")
-    receipts = {r[0] for r in sql(out, "SELECT DISTINCT receipt_id FROM evidence")}
+    receipts = {r[0] for r in store_sql(out, "SELECT DISTINCT receipt_id FROM evidence")}
     for edit_id, _doc_id, _old_text, new_text, _ in edits:
         assert edit_id in message and new_text in message
     assert "evidence:" in message and "dated 20" in message
