@@ -82,7 +82,7 @@ class Params(BaseModel):
         json_schema_extra={"const": "", "metavar": "DIR"},
     )
     retrieval_path: Literal["minilm", "static+minilm"] = Field(
-        default="minilm", description="retrieval path (default minilm, the settings' default; docs/retrieval.md)"
+        default="static+minilm", description="retrieval path (default static+minilm, the settings' default; docs/retrieval.md)"
     )
     rerank_candidates: int = Field(
         default=50, ge=1, description="candidates per claim the MiniLM scores on the two-stage path (default 50, as the setting)"

@@ -1,4 +1,5 @@
-"""Cost of full, 1%-changed and unchanged runs on a synthetic KB built from the SciFact corpus.
+"""Cost of full, 1%-changed and unchanged runs on a synthetic KB built from the SciFact corpus
+(with ``--git BUNDLE``: a real docs history audited in git mode, see bench.speed_git).
 
 The KB: Markdown pages of 10 sentences each, taken from SciFact abstracts (about one page in
 five has a number changed, so the verifier meets contradictions); the sources: the whole
@@ -71,6 +72,14 @@ class Params(BaseModel):
     warm_embeddings: str | None = Field(
         default=None,
         description="copy this embedding cache (a store's cache/embeddings) in first; the run is then not a cold full run",
+    )
+    git: str | None = Field(
+        default=None,
+        description="a docs history's git bundle: audit it in git mode (cold, warm, and on the MiniLM-only path) instead of the synthetic KB",
+    )
+    old: str | None = Field(default=None, description="with --git: the release audited as the KB (default: the fourth newest)")
+    revs: str | None = Field(
+        default=None, description="with --git: comma-separated releases read as sources (default: the three after --old)"
     )
     rerank_candidates: int = Field(
         default=50, ge=1, description="candidates per claim the MiniLM scores on the two-stage path (default 50, as the setting)"
@@ -172,6 +181,10 @@ def _minilm_encodings(store_dir: Path) -> int:
 def run(params: Params) -> dict[str, float]:
     import datetime as dt
 
+    if params.git:
+        from bench.speed_git import run_git
+
+        return run_git(params.git, params.old, params.revs, params.depth, params.workdir)
     if not params.corpus:
         raise ConfigError("bench speed: pass --corpus (SciFact corpus.jsonl) or set KBAUDIT_DATA to the evaluation data folder")
     corpus = Path(params.corpus)

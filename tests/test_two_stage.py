@@ -36,7 +36,7 @@ def test_shipped_static_model():
 
 
 def test_retrieval_path_setting(tmp_path):
-    assert Settings().retrieval_path == "minilm"  # the default until the two-stage path measures better
+    assert Settings().retrieval_path == "static+minilm"  # the default: it settles and searches without the MiniLM where it can
     with pytest.raises(ConfigError, match="retrieval_path must be one of static\\+minilm, minilm"):
         Settings(retrieval_path="onnx").validate()
     with pytest.raises(ConfigError, match="static_model_path is not a folder"):
@@ -93,7 +93,9 @@ def test_the_candidate_count_is_a_setting(tmp_path):
         Settings(rerank_candidates=0).validate()
     assert load_settings(cwd=tmp_path, environ={"KBAUDIT_RERANK_CANDIDATES": "150"}).rerank_candidates == 150
     # the MiniLM-only path has no candidates: its cache key does not move with the setting
-    assert retrieval_identity(Settings(rerank_candidates=7)) == retrieval_identity(Settings())
+    assert retrieval_identity(Settings(retrieval_path="minilm", rerank_candidates=7)) == retrieval_identity(
+        Settings(retrieval_path="minilm")
+    )
 
     docs, _ = ingest(DEMO_ROOT / "docs", 64 * 2**20)
     caches = Caches.at(tmp_path / "cache")

@@ -133,11 +133,19 @@ def sources_stage(settings: Settings) -> tuple[list[SourceDoc], list[IngestError
     return sources, errors
 
 
+def settles_as_written(settings: Settings) -> bool:
+    """Whether the run settles claims its newest corpus states as written without a model (the
+    default path); the MiniLM-only path searches and judges every claim, as the reference."""
+    return settings.retrieval_path == "static+minilm"
+
+
 def make_retriever(sources: list[SourceDoc], settings: Settings, cache_dir: Path | None):
     cache = settings.embed_cache_dir or cache_dir
     first = first_stage_for(settings.static_model_path, cache) if settings.retrieval_path == "static+minilm" else None
     embedder = Embedder(settings.embed_model_path, cache_dir=cache, backend=settings.embed_backend)
-    retriever = Retriever(embedder, first_stage=first, rerank=settings.rerank_candidates, index_cache=cache)
+    retriever = Retriever(
+        embedder, first_stage=first, rerank=settings.rerank_candidates, index_cache=cache, settle=settles_as_written(settings)
+    )
     retriever.index(sources)
     return retriever
 
@@ -225,7 +233,7 @@ def verify_stage(
     def verify_here(batch: list[Claim], evidence: Mapping[str, list[Evidence]]) -> list[Verdict]:
         nonlocal verifier
         if verifier is None:
-            verifier = verifier_for(settings.model_path, settings.depth != "D0")
+            verifier = verifier_for(settings.model_path, settings.depth != "D0", settles_as_written(settings))
         verdicts = {
             v.claim_id: v for v in verifier.verify(batch, {c.claim_id: evidence.get(c.claim_id, []) for c in batch}, settings.run_date)
         }
@@ -269,7 +277,7 @@ class CachedVerifier:
     def verify(self, claims: list[Claim], evidence: Mapping[str, list[Evidence]], today) -> list[Verdict]:
         def compute(indexes: list[int]) -> list[Verdict]:
             if self._verifier is None:
-                self._verifier = verifier_for(self.settings.model_path, self.settings.depth != "D0")
+                self._verifier = verifier_for(self.settings.model_path, self.settings.depth != "D0", settles_as_written(self.settings))
             batch = [claims[i] for i in indexes]
             found = {v.claim_id: v for v in self._verifier.verify(batch, {c.claim_id: evidence.get(c.claim_id, []) for c in batch}, today)}
             return [found[c.claim_id] for c in batch]

@@ -229,10 +229,12 @@ class Settings(Section):
     top_k: int = 5
     model_path: str | None = None  # a local CrossEncoder replacing the shipped verifier
     embed_model_path: str | None = None  # a local sentence-transformers model
-    # "static+minilm": a static model (the shipped one, or static_model_path) searches every
-    # passage and the MiniLM scores each claim's top candidates; "minilm": the MiniLM embeds
-    # every passage (docs/retrieval.md "Two-stage dense search")
-    retrieval_path: str = "minilm"
+    # "static+minilm" (the default): claims the newest corpus states as written are settled
+    # without a model, a static model (the shipped one, or static_model_path) searches every
+    # passage for the rest and the MiniLM scores each claim's top candidates; "minilm": the
+    # MiniLM embeds every passage and every claim is searched and judged (docs/retrieval.md
+    # "Two-stage dense search")
+    retrieval_path: str = "static+minilm"
     static_model_path: str | None = None  # a model2vec folder or any local sentence-transformers model
     # "static+minilm": how many first-stage candidates per claim the MiniLM scores; 50 keeps the
     # cold run about 5x faster than "minilm", 150 matches its recall@10 at about 2-3x

@@ -31,6 +31,7 @@ Every score is kept in ``Evidence``: ``score_bm25`` (raw BM25), ``score_dense`` 
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -104,8 +105,13 @@ class Retriever(SourceVersions):
         b: float = 0.75,
         batch_size: int = 256,
         index_cache: Path | None = None,
+        settle: bool = False,
     ):
         self.embedder = embedder
+        # Claims the newest corpus states as written, with no source dated after that statement,
+        # take that sentence as their evidence without a search (see settle).
+        self.settle_as_written = settle
+        self.settled_claims = 0  # claims settled without a search, summed over searches
         # Where index() keeps snapshots of what it builds (the BM25 indexes, the static vectors),
         # keyed by the indexed texts, so a rerun against the same corpus reads them back.
         self.index_cache = Path(index_cache) if index_cache is not None else None
@@ -156,6 +162,7 @@ class Retriever(SourceVersions):
         self._headings: dict[int, dict[tuple[str, ...], list[int]]] = {}  # version -> section -> its sentences, lazily
         self._sentence_starts = np.zeros(0, dtype=np.int64)
         self._current: tuple[dict[str, list[int]], list[str], list[int]] | None = None  # the newest corpus's sentence keys, lazily
+        self._corpus_newest: date | None = None  # the newest source date of the index, lazily
 
     # ------------------------------------------------------------ index
 
@@ -166,7 +173,7 @@ class Retriever(SourceVersions):
 
     def index(self, sources: list[SourceDoc]) -> None:
         """(Re)build the index over every passage of every source version."""
-        self._current = None
+        self._current = self._corpus_newest = None
         passages, sentences, p_sent, version_of, ranges, sent_ranges = [], [], [], [], [], []
         by_source: dict[str, list[int]] = {}
         texts = []
@@ -499,6 +506,47 @@ class Retriever(SourceVersions):
 
     # ------------------------------------------------------------ search
 
+    def settle(self, claims: list[Claim]) -> dict[str, list[Evidence]]:
+        """Evidence found without a search: for each claim that is not time-sensitive and that a
+        sentence of the newest corpus states as written (``stated_verbatim``), when no source
+        version is dated after that sentence's, the passage holding it. Nothing newer can refute
+        such a claim, so the verifier settles it supported without judging a passage
+        (kb.verify.policy.settled_as_written): most of an unchanged docs page costs no model.
+        Only BM25 scores such a passage; its dense and fused scores are 0."""
+        out: dict[str, list[Evidence]] = {}
+        newest = self._newest_source_date()
+        found = []
+        for claim in claims:
+            if claim.time_sensitive or not claim.checkworthy:
+                continue
+            verbatim = self.stated_verbatim(claim)
+            if verbatim is None:
+                continue
+            j = self._passage_holding(verbatim)
+            if j is None or (self.passages[j].source_date or date.min) < newest:
+                continue
+            found.append((claim, verbatim, j))
+        if not found:
+            return out
+        assert self._bm25 is not None  # index() ran on passages
+        bm25 = self._bm25.scores([tokenize(claim.text) for claim, _, _ in found])
+        for n, (claim, verbatim, j) in enumerate(found):
+            p, sentence = self.passages[j], self.sentences[verbatim]
+            out[claim.claim_id] = [
+                Evidence(claim_id=claim.claim_id, rank=1, passage_id=p.passage_id, source_id=p.source_id,
+                         source_version=p.source_version, source_date=p.source_date, authority=p.authority,
+                         passage=p.text, sentence=sentence.text, score_bm25=float(bm25[n, j]), score_dense=0.0,
+                         score_fused=0.0, section=" > ".join(sentence.section), source_rev=p.source_rev,
+                         source_kind=p.source_kind)
+            ]  # fmt: skip
+        self.settled_claims += len(out)
+        return out
+
+    def _newest_source_date(self) -> date:
+        if self._corpus_newest is None:
+            self._corpus_newest = max((p.source_date or date.min for p in self.passages), default=date.min)
+        return self._corpus_newest
+
     def search(self, claims: list[Claim], k: int = 5, on_batch=None) -> dict[str, list[Evidence]]:
         """Top-k evidence per claim (plus other versions of the sources found), every score kept.
         ``on_batch(n)`` is called after each scoring batch of ``n`` claims (progress)."""
@@ -507,6 +555,12 @@ class Retriever(SourceVersions):
         todo = [c for c in claims if c.text and c.text.strip()]
         if not todo or not self.passages:
             return results
+        if self.settle_as_written:
+            settled = self.settle(todo)
+            results.update(settled)
+            todo = [c for c in todo if c.claim_id not in settled]
+            if on_batch is not None and settled:
+                on_batch(len(settled))
         step = self._batch()
         for s in range(0, len(todo), step):
             batch = todo[s : s + step]

@@ -32,7 +32,7 @@ from kb.claims.split import SETTING_NOTE, setting_line, setting_option
 from kb.claims.text import passage_sentences
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.model import ModelJudge
-from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status
+from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status, settled_as_written
 from kb.verify.revision import apply_contrast
 from kb.verify.rules import judge_numbers, judge_rules
 from kb.verify.slots import canonical, content_set, content_words, word_tokens
@@ -84,6 +84,9 @@ class VerifierSettings:
     # length as the judge sorts them, 161-171 pairs/s against 137-141, the same argmax on every
     # pair and probabilities within 0.018 (bf16 sums in another order); docs/labelling.md.
     batch_size: int = 32
+    # Settle claims the current evidence states word for word, with nothing dated after it,
+    # without judging their passages (the default retrieval path; the MiniLM-only path judges all)
+    settle_as_written: bool = False
 
 
 def _overlap(claim_words: set[str], sentence: str) -> float:
@@ -137,6 +140,7 @@ class Verifier:
         self._model: Any = None
         self.model_error: str | None = None
         self.tier_counts: dict[str, int] = {}
+        self.settled_as_written = 0  # claims settled without judging their passages (verify)
 
     # ------------------------------------------------------------------------------------
     @property
@@ -275,13 +279,18 @@ class Verifier:
         return decide(claim, evidence, judgements, today, thresholds=self.thresholds)
 
     def verify(self, claims: list[Claim], evidence: dict[str, list[Evidence]], today: date) -> list[Verdict]:
-        """One verdict per claim, in order."""
-        judged = self.judge_pairs(claims, evidence)
-        return [self.label(c, evidence.get(c.claim_id, []), judged[c.claim_id], today) for c in claims]
+        """One verdict per claim, in order. A claim the current evidence states word for word,
+        with nothing dated after it, is settled without a rule or model pass over its passages."""
+        settled = {}
+        if self.settings.settle_as_written:
+            settled = {c.claim_id: v for c in claims if (v := settled_as_written(c, evidence.get(c.claim_id, []))) is not None}
+        self.settled_as_written += len(settled)
+        judged = self.judge_pairs([c for c in claims if c.claim_id not in settled], evidence)
+        return [settled.get(c.claim_id) or self.label(c, evidence.get(c.claim_id, []), judged[c.claim_id], today) for c in claims]
 
 
 @functools.lru_cache(maxsize=4)
-def verifier_for(model_path: str | None, use_model: bool) -> Verifier:
+def verifier_for(model_path: str | None, use_model: bool, settle_as_written: bool = False) -> Verifier:
     """The verifier a run uses, built once per process: the verify and correct stages share it
     (and so load the model once)."""
-    return Verifier(VerifierSettings(model_path=model_path, use_model=use_model))
+    return Verifier(VerifierSettings(model_path=model_path, use_model=use_model, settle_as_written=settle_as_written))

@@ -117,6 +117,30 @@ def stated_as_written(claim: Claim, e: Evidence) -> bool:
     return states_as_written(claim.source_text, claim.section, e.sentence, e.section)
 
 
+def _supported_as_written(base: dict, e: Evidence) -> Verdict:
+    return Verdict(
+        **base, label="supported", confidence=STATED_AS_WRITTEN_CONFIDENCE, tier="rules",
+        rationale=f"{e.source_id}" + (f" ({e.source_date.isoformat()})" if e.source_date else "")
+        + ": its newest version states the claim word for word",
+        evidence_sentence=e.sentence,
+    )  # fmt: skip
+
+
+def settled_as_written(claim: Claim, evidence: list[Evidence]) -> Verdict | None:
+    """The verdict ``decide`` gives, without judging a single passage, to a claim that the current
+    evidence states word for word when no evidence is dated after that statement (so no newer
+    source can refute it); None when the claim needs its passages judged."""
+    if not claim.checkworthy or claim.time_sensitive or not evidence:
+        return None
+    newest = newest_dates(evidence)
+    current = [e for e in evidence if _date_key(e.source_date) == newest[e.source_id] and not e.removed_in]
+    written = [e for e in current if stated_as_written(claim, e)]
+    e = max(written, key=lambda e: _date_key(e.source_date), default=None)
+    if e is None or any(_date_key(x.source_date) > _date_key(e.source_date) for x in current):
+        return None
+    return _supported_as_written({"claim_id": claim.claim_id, "evidence_ids": tuple(x.evidence_id for x in evidence)}, e)
+
+
 def decide(
     claim: Claim,
     evidence: list[Evidence],
@@ -173,12 +197,7 @@ def decide(
             for items in current.values() for x, j in items
         )  # fmt: skip
         if e is not None and not newer:
-            return Verdict(
-                **base, label="supported", confidence=STATED_AS_WRITTEN_CONFIDENCE, tier="rules",
-                rationale=f"{e.source_id}" + (f" ({e.source_date.isoformat()})" if e.source_date else "")
-                + ": its newest version states the claim word for word",
-                evidence_sentence=e.sentence,
-            )  # fmt: skip
+            return _supported_as_written(base, e)
 
     vague = underspecified(claim.text)
     if vague:

@@ -1,0 +1,135 @@
+"""The audit users run, timed on a real docs history: ``kbaudit bench speed --git BUNDLE``.
+
+``kbaudit bench speed --git DIR/httpx.bundle [--old TAG] [--revs T1,T2,T3]`` clones the bundle
+(one commit per release tag) and audits it in git mode as a new user would: the old release's docs
+are the KB and the later releases the sources (the defaults: the fourth-newest release against the
+three newest, as ``bench findings``), dated by their commits, the run's date the newest release's.
+The docs path comes from the ``manifest.json`` beside the bundle, else ``docs``. In one process:
+
+- cold: a fresh store and caches, the product's default settings;
+- warm: the same audit again on that store (every stage reads its cache);
+- the same cold audit on the MiniLM-only path (``retrieval_path = "minilm"``, the MiniLM in
+  torch as the reference: every passage embedded, every claim searched and every passage judged).
+
+It prints, for the default path and the MiniLM-only path: check-worthy claims per second, texts
+the MiniLM embedded, (claim, passage) pairs the verifier judged, the share of claims settled
+without a model (stated as written in the newest corpus, nothing dated after it) and the peak RSS
+of the default run; and the ratios ``speedup_over_minilm`` and ``warm_over_cold``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from datetime import date
+from pathlib import Path
+
+import pygit2
+
+from kb.chain import AuditResult
+from kb.config import ConfigError, Settings
+from kb.config.gitspec import open_repository
+from kb.evidence.git_source import _tags
+from kb.store import Store
+from kb.verify.policy import settled_as_written
+
+
+def _docs_paths(bundle: Path) -> list[str]:
+    manifest = bundle.parent / "manifest.json"
+    if manifest.is_file():
+        for entry in json.loads(manifest.read_text("utf-8")):
+            if entry.get("bundle") == bundle.name:
+                return list(entry["docs_paths"])
+    return ["docs/"]
+
+
+def git_settings(bundle: Path, work: Path, old: str | None, revs: str | None, depth: str) -> Settings:
+    """Settings of a git-mode audit of ``bundle``: the old release's docs against the later ones."""
+    from bench.findings import choose_revs, docs_path_at
+
+    if not bundle.is_file():
+        raise ConfigError(f"bench speed: --git {bundle}: no such bundle")
+    clone = work / "repo.git"
+    if not clone.exists():
+        done = subprocess.run(["git", "clone", "--quiet", "--bare", str(bundle), str(clone)], capture_output=True, text=True)
+        if done.returncode:
+            raise ConfigError(f"bench speed: --git {bundle}: not a git bundle ({done.stderr.strip().splitlines()[-1:]})")
+    repo = open_repository(str(clone))
+    old, chosen = choose_revs([t.name for t in _tags(repo)], old, revs)
+    candidates = _docs_paths(bundle)
+    kb_path, src_path = docs_path_at(repo, old, candidates), docs_path_at(repo, chosen[-1], candidates)
+    today = date.fromtimestamp(repo.revparse_single(chosen[-1]).peel(pygit2.Commit).committer.time)
+    return Settings(docs=f"git:{clone}@{old}:{kb_path}", sources=[f"git:{clone}@{','.join(chosen)}:{src_path}"], depth=depth, today=today)
+
+
+def _embedded(store_dir: Path) -> int:
+    from bench.speed import _minilm_encodings
+
+    return _minilm_encodings(store_dir)
+
+
+def _work_done(result: AuditResult) -> tuple[int, int, int]:
+    """Check-worthy claims, of them those settled as written, and the pairs the verifier judged."""
+    claims = {c.claim_id: c for c in result.claims if c.checkworthy}
+    settled = pairs = 0
+    for claim in claims.values():
+        evidence = list(result.evidence.get(claim.claim_id, []))
+        if settled_as_written(claim, evidence) is not None:
+            settled += 1
+        else:
+            pairs += len(evidence)
+    return len(claims), settled, pairs
+
+
+def run_git(bundle: str, old: str | None, revs: str | None, depth: str, workdir: str | None) -> dict[str, float]:
+    from bench.speed import _peak_rss_mb, _timed_run
+
+    work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kbaudit-speed-git-"))
+    try:
+        base = git_settings(Path(bundle), work, old, revs, depth)
+        default = base.replace(out=work / "store").validate()
+        minilm = base.replace(out=work / "store-minilm", retrieval_path="minilm", embed_backend="torch").validate()
+        for folder in (default.out, minilm.out):
+            shutil.rmtree(folder, ignore_errors=True)
+        store = Store(default.out)
+        cold_s, result = _timed_run(default, store)
+        n, settled, pairs = _work_done(result)
+        del result
+        rss = _peak_rss_mb()
+        warm_s, _ = _timed_run(default, store)
+        minilm_s, other = _timed_run(minilm, Store(minilm.out))
+        n_minilm, _, _ = _work_done(other)
+        # the reference judges every pair it found: none is settled before the verifier
+        pairs_minilm = sum(len(other.evidence.get(c.claim_id, [])) for c in other.claims if c.checkworthy)
+        del other
+        metrics = {
+            "claims": float(n),
+            "cold_s": cold_s,
+            "cold_claims_per_s": n / cold_s,
+            "texts_embedded": float(_embedded(default.out)),
+            "verifier_pairs": float(pairs),
+            "settled_without_model_share": settled / n if n else 0.0,
+            "peak_rss_mb": rss,
+            "warm_s": warm_s,
+            "warm_over_cold": warm_s / cold_s,
+            "cold_s_minilm": minilm_s,
+            "cold_claims_per_s_minilm": n_minilm / minilm_s,
+            "texts_embedded_minilm": float(_embedded(minilm.out)),
+            "verifier_pairs_minilm": float(pairs_minilm),
+            "speedup_over_minilm": minilm_s / cold_s,
+        }
+    finally:
+        if not workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    print(git_targets(metrics))
+    return {k: round(v, 4) for k, v in metrics.items()}
+
+
+def git_targets(m: dict) -> str:
+    rows = [
+        ("cold, default over the MiniLM-only path >= 5 (stretch 10)", m["speedup_over_minilm"], m["speedup_over_minilm"] >= 5),
+        ("claims settled without a model >= 0.60", m["settled_without_model_share"], m["settled_without_model_share"] >= 0.6),
+    ]
+    return "\n".join(f"target  {name:<72}{value:>10.3f}  {'met' if ok else 'NOT met'}" for name, value, ok in rows)

@@ -1,0 +1,120 @@
+"""Claims the newest corpus states as written are settled without a model on the default path;
+the MiniLM-only path searches and judges them, and both give the same verdicts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from bench.speed import Params, run
+from kb.chain import run_audit
+from kb.config import Settings
+from kb.evidence.embed import StaticEmbedder
+from kb.evidence.retrieve import Retriever
+from kb.evidence.sources import load_sources
+from kb.records import Claim, SourceDoc
+from kb.verify import verifier_for
+from kb.verify.policy import decide, settled_as_written
+from tests.test_git_sources import make_repo, release
+
+PAGE = (
+    "# Guide\n\n## Timeouts\n\nThe default timeout is 30 seconds for every request that the client sends.\n\n"
+    "## Retries\n\nThe client retries a failed request three times before it gives up on the server.\n"
+)
+
+
+def _claim(text: str, section: str = "Guide > Timeouts", time_sensitive: bool = False) -> Claim:
+    return Claim("c1", "kb.md", "v1", 0, len(text), text, text, section=section, time_sensitive=time_sensitive)
+
+
+def _sources(folder: Path, pages: dict[str, tuple[str, date]]) -> list[SourceDoc]:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, (text, when) in pages.items():
+        (folder / name).write_text(f"---\nupdated: {when.isoformat()}\n---\n{text}", encoding="utf-8")
+    found, errors = load_sources(folder, today=date(2025, 1, 1))
+    assert not errors
+    return found
+
+
+def test_settled_claim_takes_the_sentence_without_a_search_and_gives_decides_verdict(tmp_path):
+    claim = _claim("The default timeout is 30 seconds for every request that the client sends.")
+    retriever = Retriever(None, first_stage=StaticEmbedder(), settle=True)  # no MiniLM: a settled claim never needs one
+    retriever.index(_sources(tmp_path, {"guide.md": (PAGE, date(2024, 1, 1))}))
+    found = retriever.search([claim])[claim.claim_id]
+    assert retriever.settled_claims == 1 and len(found) == 1
+    assert found[0].sentence == claim.source_text and found[0].score_bm25 > 0
+    verdict = settled_as_written(claim, found)
+    assert verdict is not None and verdict.label == "supported" and verdict.evidence_sentence == claim.source_text
+    # the verdict decide() gives when it judges the passage is the same one
+    judged = verifier_for(None, False).judge_pairs([claim], {claim.claim_id: found})[claim.claim_id]
+    assert decide(claim, found, judged, date(2024, 2, 1)) == verdict
+
+
+def test_a_newer_source_or_a_time_sensitive_claim_is_searched_not_settled(tmp_path):
+    claim = _claim("The default timeout is 30 seconds for every request that the client sends.")
+    notes = "# Notes on timeouts\n\nThe default timeout is now 60 seconds for every request.\n"
+    retriever = Retriever(None, first_stage=StaticEmbedder(), settle=True)
+    retriever.index(_sources(tmp_path / "two", {"guide.md": (PAGE, date(2024, 1, 1)), "notes.md": (notes, date(2024, 5, 1))}))
+    assert retriever.settle([claim]) == {}  # a changelog dated after the page may refute it
+    retriever = Retriever(None, first_stage=StaticEmbedder(), settle=True)
+    retriever.index(_sources(tmp_path / "one", {"guide.md": (PAGE, date(2024, 1, 1))}))
+    assert retriever.settle([_claim(claim.text, time_sensitive=True)]) == {}
+    assert retriever.settle([_claim("The client retries a failed request three times before it gives up.")]) == {}
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("history")
+    repo = make_repo(root, "product")
+    release(repo, "v1.0.0", "2024-01-10", {"docs/guide.md": PAGE})
+    release(repo, "v1.1.0", "2024-06-10", {"docs/guide.md": PAGE.replace("30 seconds", "60 seconds")})
+    release(
+        repo,
+        "v1.2.0",
+        "2024-11-10",
+        {"docs/guide.md": PAGE.replace("30 seconds", "60 seconds") + "\nProxies are read from the environment.\n"},
+    )
+    bundle = root / "product.bundle"
+    subprocess.run(["git", "-C", str(repo), "bundle", "create", str(bundle), "--all"], check=True, capture_output=True)
+    return bundle
+
+
+def _git_settings(bundle: Path, work: Path, **kw) -> Settings:
+    clone = work / "clone.git"
+    if not clone.exists():
+        subprocess.run(["git", "clone", "--quiet", "--bare", str(bundle), str(clone)], check=True)
+    return Settings(docs=f"git:{clone}@v1.0.0:docs", sources=[f"git:{clone}@v1.1.0,v1.2.0:docs"], today=date(2024, 11, 10),
+                    full=True, **kw).validate()  # fmt: skip
+
+
+@pytest.mark.slow
+def test_default_path_settles_what_stands_and_labels_as_the_minilm_path(history, tmp_path):
+    fast = run_audit(_git_settings(history, tmp_path), cache_dir=tmp_path / "c1")
+    reference = run_audit(_git_settings(history, tmp_path, retrieval_path="minilm"), cache_dir=tmp_path / "c2")
+    labels = {c.source_text: v.label for c, v in zip([c for c in fast.claims if c.checkworthy], fast.verdicts, strict=True)}
+    assert labels["The default timeout is 30 seconds for every request that the client sends."] in ("stale", "contradicted")
+    retries = "The client retries a failed request three times before it gives up on the server."
+    assert labels[retries] == "supported"
+    settled = {c.source_text for c in fast.claims if settled_as_written(c, list(fast.evidence.get(c.claim_id, [])))}
+    assert retries in settled and len(fast.evidence[next(c.claim_id for c in fast.claims if c.source_text == retries)]) == 1
+    assert fast.label_counts() == reference.label_counts()
+    # the reference found the same sentence by searching, with the other versions beside it
+    assert len(reference.evidence[next(c.claim_id for c in reference.claims if c.source_text == retries)]) > 1
+
+
+@pytest.mark.slow
+def test_bench_speed_git_prints_both_paths_on_a_real_history(history, tmp_path, capsys):
+    (history.parent / "manifest.json").write_text(json.dumps([{"project": "product", "bundle": history.name, "docs_paths": ["docs/"]}]))
+    m = run(Params(git=str(history), old="v1.0.0", revs="v1.1.0,v1.2.0"))
+    for name in ("cold_claims_per_s", "cold_claims_per_s_minilm", "speedup_over_minilm", "settled_without_model_share",
+                 "warm_over_cold", "peak_rss_mb", "texts_embedded", "verifier_pairs", "texts_embedded_minilm"):  # fmt: skip
+        assert name in m, name
+    assert 0 < m["settled_without_model_share"] < 1 and m["warm_over_cold"] < 1
+    assert m["texts_embedded"] < m["texts_embedded_minilm"] and m["verifier_pairs"] < m["verifier_pairs_minilm"]
+    assert "target  cold, default over the MiniLM-only path" in capsys.readouterr().out
+    with pytest.raises(Exception, match="no such bundle"):
+        run(Params(git=str(tmp_path / "missing.bundle")))
