@@ -45,6 +45,11 @@ class Event:
     elapsed: float  # seconds since the stage started
     finished: bool = False  # the last event of a stage (also after an error or Ctrl-C)
     failed: bool = False
+    # of ``done``, items that cost no work (claims settled without a search); of ``elapsed``,
+    # seconds spent in stages nested in this one (the embedding pass inside retrieval): the ETA
+    # reads the stage's own rate, which neither should inflate or deflate
+    skipped: int = 0
+    nested: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -52,10 +57,12 @@ class Event:
 
     @property
     def eta(self) -> float | None:
-        """Seconds left at the rate so far (None before the first count)."""
-        if not self.done or self.total <= 0 or self.elapsed <= 0:
+        """Seconds left at the stage's own rate so far: items that cost work over the time not
+        spent in nested stages (None before the first such item)."""
+        worked, own = self.done - self.skipped, self.elapsed - self.nested
+        if worked <= 0 or self.total <= 0 or own <= 0:
             return None
-        return max(0.0, (self.total - self.done) / self.rate)
+        return max(0.0, (self.total - self.done) * own / worked)
 
     @property
     def percent(self) -> float:
@@ -119,9 +126,18 @@ class Tracker:
         self._min_interval = min_interval
         self._lock = threading.Lock()
         self._closed = False
+        self.skipped = 0
+        self.nested = 0.0
 
     def _event(self, finished: bool = False, failed: bool = False) -> Event:
-        return Event(self.stage, self.done, self.total, self.unit, time.monotonic() - self._started, finished, failed)
+        elapsed = time.monotonic() - self._started
+        return Event(self.stage, self.done, self.total, self.unit, elapsed, finished, failed, self.skipped, self.nested)
+
+    def skip(self, n: int) -> None:
+        """Count ``n`` items done that cost no work: they move the count, not the rate."""
+        with self._lock:
+            self.skipped += int(n)
+        self.update(n)
 
     def _send(self, event: Event) -> None:
         for listener in self._listeners:
@@ -162,6 +178,8 @@ def track(stage: str, total: int, unit: str = "items", min_total: int = 1):
     calls, such as a search batch's few new passages, would only add noise)."""
     listeners = _listeners() if total >= min_total else ()
     tracker = Tracker(stage, total, unit, listeners)
+    outer = _open.get()
+    token = _open.set((*outer, tracker))
     if listeners:
         tracker.start()
     try:
@@ -169,7 +187,17 @@ def track(stage: str, total: int, unit: str = "items", min_total: int = 1):
     except BaseException:
         tracker.close(failed=True)
         raise
+    finally:
+        _open.reset(token)
+        spent = time.monotonic() - tracker._started
+        for enclosing in outer:
+            enclosing.nested += spent
     tracker.close()
+
+
+# the trackers open in this context, outermost first: a stage's time inside a nested one is
+# not its own (see Event.nested)
+_open: contextvars.ContextVar[tuple[Tracker, ...]] = contextvars.ContextVar("kbaudit_progress_open", default=())
 
 
 # Ctrl-C. Python's own handler raises KeyboardInterrupt wherever the main thread is, and one

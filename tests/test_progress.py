@@ -48,6 +48,24 @@ def test_plain_lines_carry_counts_rate_and_eta():
     assert lines[-1].startswith("kbaudit: verification: 4/4 claims (100%)") and lines[-1].endswith("done"), lines
 
 
+def test_the_eta_reads_the_stages_own_rate_not_its_nested_steps_or_skipped_items():
+    events: list[progress.Event] = []
+    with progress.listening(events.append):
+        with progress.track("retrieval", total=100, unit="claims") as bar:
+            bar.skip(60)  # settled without a search: no work, no time
+            with progress.track("embedding", total=10, unit="texts") as inner:
+                time.sleep(1.0)  # the embedding pass inside retrieval, counted as its own stage
+                inner.update(10)
+            time.sleep(0.55)
+            bar.update(10)  # 10 claims searched in about 0.55 s of retrieval's own time
+    last = [e for e in events if e.stage == "retrieval" and not e.finished][-1]
+    assert last.done == 70 and last.skipped == 60 and last.nested >= 1.0
+    # 30 claims left at about 0.055 s each; counting the embedding pass or the 60 settled claims
+    # would read 4.6 s or 0.7 s
+    assert last.eta is not None and 1.2 <= last.eta <= 2.5, last
+    assert progress.Event("x", 0, 10, "u", 5.0, skipped=0).eta is None
+
+
 def test_plain_lines_are_periodic():
     out = io.StringIO()
     console = progress.Console(stream=out, tty=False, interval=3600.0)

@@ -19,6 +19,7 @@ from kb.evidence.sources import load_sources
 from kb.records import Claim, SourceDoc
 from kb.verify import verifier_for
 from kb.verify.policy import decide, settled_as_written
+from tests.conftest import store_sql
 from tests.test_git_sources import make_repo, release
 
 PAGE = (
@@ -118,3 +119,20 @@ def test_bench_speed_git_prints_both_paths_on_a_real_history(history, tmp_path, 
     assert "target  cold, default over the MiniLM-only path" in capsys.readouterr().out
     with pytest.raises(Exception, match="no such bundle"):
         run(Params(git=str(tmp_path / "missing.bundle")))
+
+
+@pytest.mark.slow
+def test_bench_dask_runs_the_flow_on_one_and_two_local_workers(history, prefect_harness, tmp_path):
+    from bench.dask_scale import Params as DaskParams
+    from bench.dask_scale import chunks_for
+    from bench.dask_scale import run as run_dask
+
+    m = run_dask(DaskParams(git=str(history), old="v1.0.0", revs="v1.1.0,v1.2.0", workers="1,2", workdir=str(tmp_path / "w")))
+    assert m["claims"] == 2 and m["thread_s"] > 0 and m["dask_1_s"] > 0 and m["dask_2_s"] > 0
+    assert m["speedup_1"] == 1.0 and m["speedup_2"] > 0 and "overhead_per_task_s" in m
+    # the stores hold one run each, the same labels wherever verification ran
+    labels = {}
+    for store in ("store-thread-1", "store-dask-1", "store-dask-2"):
+        labels[store] = store_sql(tmp_path / "w" / store, "SELECT label, count(*) FROM verdicts GROUP BY label ORDER BY label")
+    assert labels["store-thread-1"] == labels["store-dask-1"] == labels["store-dask-2"]
+    assert chunks_for(1024, 1) == 2 and chunks_for(1025, 1) == 3 and chunks_for(3, 2) == 3

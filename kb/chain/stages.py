@@ -176,7 +176,7 @@ def retrieve_stage(
             if retriever is None:
                 retriever = make_retriever(sources, settings, cache_dir)
             batch = [wanted[i] for i in indexes]
-            result = retriever.search(batch, k=k, on_batch=bar.update)
+            result = retriever.search(batch, k=k, on_batch=bar.update, on_skip=bar.skip)
             # plain lists: their canonical lines are made when stored and again when signed, so
             # that a cold run does not hold every row's line beside the index (+95 MB at 10,000 claims)
             return [result.get(c.claim_id, []) for c in batch]
@@ -184,8 +184,9 @@ def retrieve_stage(
         results, computed = caches.lookup(caches.evidence, keys, compute, batch_size=2000, found=found)
     if retriever is not None and retriever.first_stage is not None:
         logger.info(
-            "two-stage retrieval: %d of %d claims repeat a source sentence (no MiniLM pass); the MiniLM embedded %d of %d passages",
-            retriever.anchored_claims, len(computed), retriever.dense_scored, len(retriever.passages),
+            "two-stage retrieval: %d of %d claims settled as written (no search), %d repeat a source sentence (no MiniLM pass);"
+            " the MiniLM embedded %d of %d passages",
+            retriever.settled_claims, len(computed), retriever.anchored_claims, retriever.dense_scored, len(retriever.passages),
         )  # fmt: skip
     return RunEvidence([c.claim_id for c in wanted], results), len(keys) - len(computed)
 

@@ -547,9 +547,10 @@ class Retriever(SourceVersions):
             self._corpus_newest = max((p.source_date or date.min for p in self.passages), default=date.min)
         return self._corpus_newest
 
-    def search(self, claims: list[Claim], k: int = 5, on_batch=None) -> dict[str, list[Evidence]]:
+    def search(self, claims: list[Claim], k: int = 5, on_batch=None, on_skip=None) -> dict[str, list[Evidence]]:
         """Top-k evidence per claim (plus other versions of the sources found), every score kept.
-        ``on_batch(n)`` is called after each scoring batch of ``n`` claims (progress)."""
+        ``on_batch(n)`` is called after each scoring batch of ``n`` claims, ``on_skip(n)`` with
+        the claims settled without a search (progress)."""
         # One loop on purpose: a claim's passages and their sentences are extended together (counterparts, the newest corpus) and must stay in step.
         results: dict[str, list[Evidence]] = {c.claim_id: [] for c in claims}
         todo = [c for c in claims if c.text and c.text.strip()]
@@ -559,8 +560,8 @@ class Retriever(SourceVersions):
             settled = self.settle(todo)
             results.update(settled)
             todo = [c for c in todo if c.claim_id not in settled]
-            if on_batch is not None and settled:
-                on_batch(len(settled))
+            if on_skip is not None and settled:
+                on_skip(len(settled))
         step = self._batch()
         for s in range(0, len(todo), step):
             batch = todo[s : s + step]
