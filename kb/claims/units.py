@@ -12,6 +12,10 @@ from kb.claims.text import sentence_spans
 from kb.config import ClaimSettings
 from kb.records import Block
 
+# the note (Claim.reason) of a table cell read with its row's key and its column's header; the
+# note goes on with the cell's place in the row ("..., column 4 of 6")
+TABLE_NOTE = "table row with headers"
+
 
 @dataclass
 class _Unit:
@@ -336,5 +340,5 @@ def _table_units(block: Block) -> list[_Unit]:
         header = headers[idx] if idx < len(headers) else ""
         subject = f"{key_header} {key}".strip() if key_header else key
         claim = f"{subject}: {header} is {value}" if header else f"{subject}: {value}"
-        units.append(_Unit(s, e, claim, "table row with headers", "cell", True))
+        units.append(_Unit(s, e, claim, f"{TABLE_NOTE}, column {idx + 1} of {len(cells)}", "cell", True))
     return units

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 from kb.claims.split import SETTING_NOTE, setting_line, setting_option
 from kb.claims.text import passage_sentences
+from kb.claims.units import TABLE_NOTE
+from kb.evidence.versions import written_key
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.model import ModelJudge
 from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status, settled_as_written
@@ -47,6 +50,48 @@ SETTING_CHANGED_CONFIDENCE = 0.85
 # a claim read as "lead-in: item" it is nei, sure enough that the model does not read it either.
 LEAD_IN_CONFIDENCE = 0.9
 LEAD_IN_NOTE = "the sentence is the lead-in of the claim's list: it states none of the items"
+# A table cell is read with its row's key ("Shell Bash: Windows is yes") and its place in the row.
+# A row whose first cell is another key is about another entry and says nothing of the cell,
+# sure enough that the model does not read it. The entry's own row, as wide as the KB's, holds the
+# cell's value in its place (supports) or another value there (the value changed).
+OTHER_ROW_CONFIDENCE = 0.9
+SAME_ROW_CONFIDENCE = 0.95
+CELL_CHANGED_CONFIDENCE = 0.85
+_CELL_PLACE = re.compile(r"column (\d+) of (\d+)")
+
+
+def table_judgement(claim: Claim, sentence: str) -> Judgement | None:
+    """A table cell's claim against a table row (cells joined by " | "): nei when the row is
+    another entry's; on the entry's own row with as many cells, supports when the cell in the
+    claim's place holds its value and refutes when it holds another; on a reshaped row, supports
+    when one cell holds the value and nei when several do; None when the sentence is no row or
+    the reshaped row lacks the value (the other rules and the model judge it)."""
+    cells = [c.strip() for c in sentence.split(" | ")]
+    place = _CELL_PLACE.search(claim.reason)
+    if len(cells) < 2 or place is None:
+        return None
+    key = written_key(cells[0])
+    subject = written_key(claim.text.split(": ", 1)[0])
+    if not key or not subject:
+        return None
+    if subject != key and not subject.endswith(" " + key):
+        return Judgement("nei", OTHER_ROW_CONFIDENCE, "rules", f"the row is about another entry ({cells[0]})")
+    column, width = int(place.group(1)), int(place.group(2))
+    value = written_key(claim.source_text)
+    if len(cells) != width:
+        # a column added or dropped: the cell's place is lost; its value, once in the row, still
+        # stands there, and a value the row holds several times (yes, yes) says nothing either way
+        holding = sum(1 for c in cells[1:] if written_key(c) == value)
+        if holding == 1:
+            return Judgement("supports", OTHER_ROW_CONFIDENCE, "rules", "the entry's row, reshaped, still holds the value")
+        if holding:
+            return Judgement("nei", OTHER_ROW_CONFIDENCE, "rules", "the entry's row changed shape: the value's place is unknown")
+        return None
+    now = cells[column - 1]
+    if written_key(now) == value:
+        return Judgement("supports", SAME_ROW_CONFIDENCE, "rules", "the entry's own row holds the value in its place")
+    return Judgement("refutes", CELL_CHANGED_CONFIDENCE, "rules", f"the entry's row now reads {now!r} in that place",
+                     claim.source_text.strip(), now)  # fmt: skip
 
 
 def is_lead_in_of(claim_text: str, sentence: str) -> bool:
@@ -168,6 +213,10 @@ class Verifier:
                 return fact, sentence
         if claim.reason == SETTING_NOTE:
             return self._setting_judgement(claim, ev, sentence)
+        if claim.reason.startswith(TABLE_NOTE):
+            row = table_judgement(claim, sentence)
+            if row is not None:
+                return row, sentence
         texts = [claim.text]
         if claim.source_text and canonical(claim.source_text) != canonical(claim.text):
             texts.append(claim.source_text)

@@ -74,6 +74,7 @@ TOKEN_RE = re.compile(
     | /[\w.-]+(?:/[\w.*-]+)*                                                 # absolute paths
     | [A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+                                # snake_case names: one token
     | [A-Za-z]+(?:-[A-Za-z0-9]+)+                                            # COVID-19, Keegan-Michael
+    | [A-Za-z]+\d+[A-Za-z0-9]*                                               # sha256, utf8, ipv6: names, not numbers
     | [A-Za-z]+(?:'[a-z]+)?                                                  # words
     | \S
     """,

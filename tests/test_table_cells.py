@@ -1,0 +1,61 @@
+"""A table cell is judged against its own entry's row, in its place: another entry's row is not
+evidence about it, and a name with digits (sha256) is a name, not a number."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+from kb.chain import run_audit
+from kb.config import Settings
+from kb.verify.rules import judge_rules
+from kb.verify.tokens import word_tokens
+
+TABLE = """# Shells
+
+## Supported
+
+| Shell | Name | Arguments | macOS | Windows | Unix |
+| --- | --- | --- | --- | --- | --- |
+| [Almquist shell](https://example.org/ash) | `ash` | `["-i"]` | yes | | yes |
+| [Bash](https://example.org/bash) | `bash` | `["-i"]` | yes | no | yes |
+| [C shell](https://example.org/csh) | `csh` | `["-i"]` | yes | | yes |
+"""
+
+
+def _audit(tmp_path: Path, kb: str, source: str):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "src").mkdir()
+    (tmp_path / "docs" / "shells.md").write_text(kb, encoding="utf-8")
+    (tmp_path / "src" / "shells.md").write_text(source, encoding="utf-8")
+    settings = Settings(docs=tmp_path / "docs", sources=[tmp_path / "src"], today=date(2025, 1, 1), full=True).validate()
+    result = run_audit(settings)
+    claims = {c.claim_id: c for c in result.claims}
+    return {claims[v.claim_id].text: v for v in result.verdicts}
+
+
+def test_each_cell_is_read_against_its_own_row_and_place(tmp_path):
+    changed = TABLE.replace("| yes | no | yes |", "| yes | yes | yes |")
+    verdicts = _audit(tmp_path, TABLE, changed)
+    windows = verdicts["Shell Bash: Windows is no"]
+    assert windows.label == "contradicted" and "'yes'" in windows.rationale, windows
+    others = {text: v.label for text, v in verdicts.items() if text != "Shell Bash: Windows is no"}
+    # every other cell stands in its row: the rows of other shells (yes, yes, yes) never refute them
+    assert set(others.values()) == {"supported"}, others
+    assert len(others) == 12
+
+
+def test_a_cell_whose_row_moved_or_changed_shape_is_left_to_the_other_rules(tmp_path):
+    wider = TABLE.replace("| Unix |", "| Unix | BSD |").replace("| --- |\n", "| --- | --- |\n", 1)
+    wider = "\n".join(line + " yes |" if line.startswith("| [") else line for line in wider.splitlines()) + "\n"
+    verdicts = _audit(tmp_path, TABLE, wider)
+    # a column added: no cell is "changed" by position; none is refuted by another shell's row
+    assert not [t for t, v in verdicts.items() if v.label in ("contradicted", "stale")], verdicts
+
+
+def test_names_with_digits_are_not_numbers():
+    assert word_tokens("Hash algorithm sha256 and utf8, version v2 and 30s") == [
+        "Hash", "algorithm", "sha256", "and", "utf8", ",", "version", "v2", "and", "30s",
+    ]  # fmt: skip
+    judged = judge_rules("The supported hash algorithms include sha256", "As of Python 3.10, that list consists of:")
+    assert judged is None or judged.relation != "refutes", judged
