@@ -129,7 +129,7 @@ def test_sarif_regions_point_at_the_claims_span_and_the_fix_applies(demo):
         evidence = result["properties"]["evidence"]
         first = evidence[0]
         assert (
-            f'Evidence: {first["source"]} ({first["date"]}, rev {first["sourceVersion"][:8]}): "{first["sentence"].strip()}"'
+            f'Evidence: {first["source"]} ({first["date"]}, version {first["sourceVersion"][:8]}): "{first["sentence"].strip()}"'
             in result["message"]["text"]
         )
         for fix in result.get("fixes", []):
