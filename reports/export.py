@@ -112,7 +112,7 @@ def export_verifyloop(store: Store, dest: Path, run_id: str | None = None) -> li
             {
                 "doc_id": doc["doc_id"],
                 "file": name,
-                "status": doc["status"],
+                "status": report["status"],  # VerifyLoop's code (kbaudit's: the documents view)
                 "verification_score": report["verification_score"],
                 "gaps": len(report["gaps"]),
             }
