@@ -195,3 +195,16 @@ def test_a_folder_kb_in_a_work_tree_and_its_changed_since_run(audited, tmp_path)
     for fix in r.get("fixes", []):
         (rep,) = fix["artifactChanges"][0]["replacements"]
         assert cut(page.read_text("utf-8"), rep["deletedRegion"]) in r["properties"]["claim"]
+
+
+def test_verifyloop_export_of_a_git_kb_has_the_pages_text_and_statuses_say_nothing_was_written(audited, tmp_path):
+    from reports.export import export_verifyloop
+
+    export_verifyloop(Store(audited["out"]), tmp_path / "export")
+    report = json.loads((tmp_path / "export" / "admonitions.md.json").read_text("utf-8"))
+    assert report["answer"] == at_v1(audited, "docs/admonitions.md")  # the page at v1.0.0, not the work tree's
+    assert "60 seconds" in report["corrected_answer"]
+    statuses = {r[0] for r in Store(audited["out"]).query("SELECT status FROM documents").itertuples(index=False)}
+    assert "CORRECTED" not in statuses and statuses <= {"CORRECTABLE", "EDITS_ACCEPTED", "HUMAN_REVIEW_REQUIRED", "FAILED"}
+    manifest = json.loads((tmp_path / "export" / "manifest.json").read_text("utf-8"))
+    assert {d["status"] for d in manifest["documents"]} <= {"CORRECTED", "HUMAN_REVIEW_REQUIRED", "FAILED"}  # VerifyLoop's codes
