@@ -2,9 +2,12 @@
 
 A test case fails when it has a finding at level error or warning (reports.findings.level_for:
 with --fail-on, exactly the labels it names); each failure carries the claim, its label, the
-evidence and the owner. Findings at level note (uncertain, removed, labels outside --fail-on) go
-to the case's ``system-out``, so they are visible without failing the suite. Built with
-xml.etree, so every value is escaped and the file is well-formed.
+evidence and the owner, after the finding's ``PATH:LINE:COLUMN`` (as in the GitHub annotations).
+Findings at level note (uncertain, removed, labels outside --fail-on) go to the case's
+``system-out``, so they are visible without failing the suite. The suite's properties name the
+commit the KB was read at (``kb.revision``), its tag and branch and, for a KB read from git, the
+rev as the spec names it (``kb.rev``). Built with xml.etree, so every value is escaped and the
+file is well-formed.
 """
 
 from __future__ import annotations
@@ -63,6 +66,12 @@ def to_xml(findings: Findings, per_claim: bool = False) -> ET.Element:
     suite = ET.SubElement(
         root, "testsuite", name=f"kbaudit run {findings.run_id}", timestamp=_timestamp(findings.run.get("started_at")), hostname="kbaudit"
     )
+    repo = findings.repository or {}
+    if repo.get("revision"):  # the commit the KB was read at, with its tag and branch (SARIF's provenance)
+        props = ET.SubElement(suite, "properties")
+        for name, key in (("kb.revision", "revision"), ("kb.tag", "tag"), ("kb.branch", "branch"), ("kb.rev", "rev")):
+            if repo.get(key):
+                ET.SubElement(props, "property", name=name, value=str(repo[key]))
     by_doc: dict[str, list[Finding]] = {}
     for f in findings.findings:
         by_doc.setdefault(f.doc_id, []).append(f)

@@ -129,6 +129,8 @@ def test_annotations_and_junit_carry_the_same_path_line_and_column(audited):
         text = at_v1(audited, props["file"])
         assert text.split("\n")[int(props["line"]) - 1][int(props["col"]) - 1 :].startswith(first_words(claim))
     root = ET.fromstring(junit.render(found, per_claim=True))
+    suite_props = {p.get("name"): p.get("value") for p in root.findall("./testsuite/properties/property")}
+    assert suite_props == {"kb.revision": audited["commit"], "kb.tag": "v1.0.0", "kb.rev": "v1.0.0"}
     located = 0
     for case in root.iter("testcase"):
         failure = case.find("failure")
