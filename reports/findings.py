@@ -51,8 +51,9 @@ from reports import queries as q
 LABEL_KINDS = ("contradicted", "stale", "uncertain")
 KINDS = ("contradicted", "stale", "uncertain", "ungrounded-tool-claim", "removed")
 MAX_EVIDENCE = 3
-# Edits offered as a fix: proposed ones. Dropped (the draft did not re-verify as supported),
-# suppressed (rejected before), needs_rewrite (no minimal edit) are not.
+# Edits offered as a fix: proposed ones, deletions of removed facts included. Dropped (the draft
+# did not re-verify as supported), suppressed (rejected before), needs_rewrite (no minimal edit)
+# are not.
 FIX_STATUSES = ("auto", "queued")
 
 
@@ -435,7 +436,8 @@ def load(store: Store, run_id: str | None = None, fail_on: tuple[str, ...] = ())
         evidence.setdefault(e["claim_id"], []).append(e)
     edits: dict[str, dict] = {}
     for ed in q.edits(store, run_id):
-        if ed["status"] in FIX_STATUSES and ed["new_text"] and ed["new_text"] != ed["old_text"]:
+        # a removal's edit (new_text "": the fact is gone from the newest sources) deletes the claim
+        if ed["status"] in FIX_STATUSES and ed["new_text"] is not None and ed["new_text"] != ed["old_text"]:
             edits.setdefault(ed["claim_id"], ed)
     changed = {c["claim_id"]: c["change"] for c in q.changes(store, run_id) if c["change"] != "fixed"}
     texts = _Texts(store, kb, [c["version_id"] for c in claims] + [e["base_version"] for e in edits.values()])

@@ -78,7 +78,12 @@ def _result(f: Finding, findings: Findings) -> dict:
         result["fixes"] = [
             {
                 "description": {
-                    "text": f'Replace "{f.fix.old_text}" with "{f.fix.new_text}" (kbaudit edit {f.fix.edit_id}, {f.fix.status})'
+                    "text": (
+                        f'Replace "{f.fix.old_text}" with "{f.fix.new_text}"'
+                        if f.fix.new_text
+                        else f'Delete "{f.fix.old_text}" (the newest sources no longer state it)'
+                    )
+                    + f" (kbaudit edit {f.fix.edit_id}, {f.fix.status})"
                 },
                 "artifactChanges": [
                     {
