@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kb.config.urls import user_cache_dir
+
 DEFAULTS = {
     # Offline by default: no analytics, no model hub.
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -25,5 +27,17 @@ QUIET_LOGGERS = ("httpx", "httpcore", "bm25s", "sentence_transformers", "transfo
 def prepare_environment() -> None:
     for key, value in DEFAULTS.items():
         os.environ.setdefault(key, value)
-    # Project-local Prefect state, unless the user points Prefect elsewhere.
-    os.environ.setdefault("PREFECT_HOME", str(Path.cwd() / ".prefect"))
+    # Prefect's state (its database, profiles, local storage) lives in the user's cache, so a run
+    # leaves nothing in the folder it was started from; an explicit PREFECT_HOME wins.
+    if not os.environ.get("PREFECT_HOME"):
+        home = prefect_home()
+        try:
+            home.mkdir(parents=True, exist_ok=True)  # Prefect makes its home, not the folders above
+        except OSError:
+            pass  # Prefect reports the folder it cannot make
+        os.environ["PREFECT_HOME"] = str(home)
+
+
+def prefect_home(environ=None) -> Path:
+    """``$XDG_CACHE_HOME/kbaudit/prefect`` (``~/.cache/kbaudit/prefect`` when unset)."""
+    return user_cache_dir(environ) / "prefect"

@@ -4,19 +4,23 @@ The shape is ``kb/verifyloop/schemas/verifyloop-report.schema.json`` (the same o
 writes); ``manifest.json`` (``kb/verifyloop/schemas/verifyloop-export-manifest.schema.json``) lists the files.
 
 The store keeps claims, spans and edits but not whole document texts, so ``answer`` is the
-document's text read from the run's documents folder when that file still has the exact version
-the run audited (its content hash is the version id), else null; ``corrected_answer`` then is
+document's text read from the run's documents folder (for a KB read from git, the file at the
+commit the run read) when that file still has the exact version the run audited (its content
+hash is the version id), else null; ``corrected_answer`` then is
 that text with every drafted replacement applied (the proposed corrected document).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import re
 from collections import defaultdict
 from pathlib import Path
 
+from kb.config.gitspec import is_git_spec
+from kb.evidence.git_source import KbAtRev, kb_at_rev
 from kb.records import content_hash
 from kb.store import Store
 from kb.verifyloop import apply_corrections, build_report
@@ -34,19 +38,30 @@ def file_name(doc_id: str, taken: set[str]) -> str:
     return name
 
 
-def document_text(docs_root: str | None, doc_id: str, version_id: str) -> str | None:
-    """The document's text if the file under ``docs_root`` is still exactly that version."""
+@functools.lru_cache(maxsize=8)
+def _kb_at(spec: str, commit: str | None) -> KbAtRev | None:
+    return kb_at_rev(spec, commit)
+
+
+def document_text(docs_root: str | None, doc_id: str, version_id: str, commit: str | None = None) -> str | None:
+    """The document's text if the file under ``docs_root`` is still exactly that version; for a
+    KB read from git (``docs_root`` a ``git:`` spec), the file at ``commit`` (the run's
+    ``docs_commit``; else the commit its rev names now)."""
     if not docs_root:
         return None
-    root = Path(docs_root).resolve()
-    path = (root / doc_id).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
-        return None
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return None
-    if content_hash(raw) != version_id:
+    if is_git_spec(docs_root):
+        at = _kb_at(docs_root, commit)
+        raw = at.read(doc_id) if at is not None else None
+    else:
+        root = Path(docs_root).resolve()
+        path = (root / doc_id).resolve()
+        if not path.is_relative_to(root) or not path.is_file():
+            return None
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return None
+    if raw is None or content_hash(raw) != version_id:
         return None
     return raw.decode("utf-8", errors="replace")
 
@@ -74,7 +89,7 @@ def export_verifyloop(store: Store, dest: Path, run_id: str | None = None) -> li
     written, taken, manifest = [], set(), []
     for doc in q.documents(store, run_id):
         parts = by_doc[doc["doc_id"]]
-        text = document_text(run.get("docs_root"), doc["doc_id"], doc["version_id"])
+        text = document_text(run.get("docs_root"), doc["doc_id"], doc["version_id"], run.get("docs_commit"))
         replacements = [
             (int(ed["start"]), int(ed["end"]), ed["new_text"])
             for ed in parts["edits"]
@@ -112,7 +127,7 @@ def export_verifyloop(store: Store, dest: Path, run_id: str | None = None) -> li
             {
                 "doc_id": doc["doc_id"],
                 "file": name,
-                "status": doc["status"],
+                "status": report["status"],  # VerifyLoop's code (kbaudit's: the documents view)
                 "verification_score": report["verification_score"],
                 "gaps": len(report["gaps"]),
             }

@@ -10,12 +10,16 @@ that the previous run had and this run does not (``removed``). Kinds (one rule e
 query result, requirement ``tool_receipt``, and no evidence supports it) and ``removed``.
 
 Line and column come from the claim's character span in the document version it was split
-from. The store keeps the text of the versions a run accepted (``versions.content``), not of
-the versions it read, so the text is recovered: first from ``versions`` by version id, else
-from the KB file at the run's ``docs_root`` when its bytes still hash to that version id, else
-(the file changed or is gone) by searching the current file for the claim as written
-(``location_basis`` ``search``) and, failing that, the finding points at the file only
-(``location_basis`` ``file``).
+from, in the file as the run read it. The store keeps the text of the versions a run accepted
+(``versions.content``), not of the versions it read, so the text is recovered (``KbFiles``):
+first from ``versions`` by version id (``location_basis`` ``version``); else from the KB file
+when its bytes still hash to that version id: a folder's file now (``kb_file``), a KB read from
+git (``git:REPO@REV:PATH``) at the commit the run read (``git_rev``, from the run's
+``docs_commit``); else, for a folder in a git work tree whose file changed since, from the file
+at the commit the run recorded (``git_rev``); else by searching the current file for the claim
+as written (``search``) and, failing that, the finding points at the file only (``file``).
+Paths are relative to the repository root when the KB is in git (read from git included), else
+to the KB folder.
 
 Level: a label named in ``--fail-on`` is ``error`` and the others are ``note``; with no
 ``--fail-on``, contradicted is ``error``, stale and ungrounded tool claims ``warning``,
@@ -35,7 +39,11 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb.ingest.owners import repository_info
+import pygit2
+
+from kb.config.gitspec import is_git_spec, parse_spec
+from kb.evidence.git_source import KbAtRev, kb_at_rev
+from kb.ingest.owners import file_at, repository_info
 from kb.records import content_hash
 from kb.store import Store
 from reports import queries as q
@@ -43,8 +51,9 @@ from reports import queries as q
 LABEL_KINDS = ("contradicted", "stale", "uncertain")
 KINDS = ("contradicted", "stale", "uncertain", "ungrounded-tool-claim", "removed")
 MAX_EVIDENCE = 3
-# Edits offered as a fix: proposed ones. Dropped (the draft did not re-verify as supported),
-# suppressed (rejected before), needs_rewrite (no minimal edit) are not.
+# Edits offered as a fix: proposed ones, deletions of removed facts included. Dropped (the draft
+# did not re-verify as supported), suppressed (rejected before), needs_rewrite (no minimal edit)
+# are not.
 FIX_STATUSES = ("auto", "queued")
 
 
@@ -114,6 +123,14 @@ class Evidence:
     authority: float | None
     sentence: str
     rank: int
+    source_rev: str | None = None  # the git rev (tag, branch) of a source read from git
+
+    def cited_version(self) -> str:
+        """ ", rev v2.0.0" for a source read from git (the rev as the user named it), else
+        ", version 1a2b3c4d" (the content hash of the source version), else ""."""
+        if self.source_rev:
+            return f", rev {self.source_rev}"
+        return f", version {self.source_version[:8]}" if self.source_version else ""
 
 
 @dataclass(frozen=True)
@@ -172,8 +189,7 @@ class Finding:
             parts.append(f"Why: {self.rationale}")
         if self.evidence:
             e = self.evidence[0]
-            rev = f", rev {e.source_version[:8]}" if e.source_version else ""
-            parts.append(f'Evidence: {e.source_id} ({_date(e.source_date)}{rev}): "{e.sentence.strip()}"')
+            parts.append(f'Evidence: {e.source_id} ({_date(e.source_date)}{e.cited_version()}): "{e.sentence.strip()}"')
         if self.fix is not None:
             parts.append(f'Proposed edit ({self.fix.status}): "{self.fix.old_text}" -> "{self.fix.new_text}"')
         if self.owner:
@@ -253,8 +269,9 @@ class Findings:
     findings: list[Finding]
     pages_due: list[dict]
     claims: list[dict]  # every check-worthy claim of the run with its label (JUnit per claim)
-    repository: dict | None = None  # kb.ingest.owners.repository_info of the KB root
+    repository: dict | None = None  # root, revision, branch, tag, remote of the KB's repository (KbFiles)
     kb_prefix: str = ""  # the KB root relative to the repository root ("" outside git or at its root)
+    kb: KbFiles | None = None  # where the KB's files are
 
     @property
     def exit_code(self) -> int:
@@ -263,7 +280,9 @@ class Findings:
 
     def path_of(self, doc_id: str) -> str:
         """The document's path as a CI tool needs it: relative to the repository root when the KB
-        is in a git repository, else relative to the KB root."""
+        is in a git repository (a KB read from git included), else relative to the KB root."""
+        if self.kb is not None:
+            return self.kb.path_of(doc_id)
         return f"{self.kb_prefix}{doc_id}"
 
     def by_owner(self, only_new: bool = False) -> dict[str, list[Finding]]:
@@ -291,24 +310,16 @@ class Findings:
 class _Texts:
     """Document text by (doc_id, version_id): see the module docstring for the order."""
 
-    def __init__(self, store: Store, docs_root: Path | None, version_ids: list[str]):
+    def __init__(self, store: Store, kb: KbFiles, version_ids: list[str]):
         self.stored = q.version_texts(store, version_ids)
-        self.docs_root = docs_root
+        self.kb = kb
         self._files: dict[str, tuple[str | None, str | None]] = {}
 
     def _file(self, doc_id: str) -> tuple[str | None, str | None]:
-        """(text, version id) of the KB file now, or (None, None)."""
+        """(text, version id) of the KB file (a folder's now, a git KB's at its commit), or (None, None)."""
         if doc_id not in self._files:
-            found = (None, None)
-            if self.docs_root is not None:
-                path = self.docs_root / doc_id
-                try:
-                    raw = path.read_bytes() if path.is_file() else None
-                except OSError:
-                    raw = None
-                if raw is not None:
-                    found = (_decode(raw), content_hash(raw))
-            self._files[doc_id] = found
+            raw = self.kb.read(doc_id)
+            self._files[doc_id] = (_decode(raw), content_hash(raw)) if raw is not None else (None, None)
         return self._files[doc_id]
 
     def exact(self, doc_id: str, version_id: str) -> tuple[str | None, str]:
@@ -316,11 +327,88 @@ class _Texts:
             return self.stored[version_id], "version"
         text, current = self._file(doc_id)
         if text is not None and current == version_id:
-            return text, "kb_file"
+            return text, "git_rev" if self.kb.at_rev is not None else "kb_file"
+        raw = self.kb.committed(doc_id)  # a folder KB's file changed since: as the run's commit has it
+        if raw is not None and content_hash(raw) == version_id:
+            return _decode(raw), "git_rev"
         return None, "file"
 
     def current(self, doc_id: str) -> str | None:
         return self._file(doc_id)[0]
+
+
+@dataclass
+class KbFiles:
+    """Where a run's KB files are: a folder (maybe inside a git work tree) or a git rev
+    (``git:REPO@REV:PATH``); what reports need to read a page and to name its path."""
+
+    docs_root: Path | None  # the KB folder (None: a KB read from git, or unknown)
+    at_rev: KbAtRev | None = None  # a KB read from git, at the commit the run read
+    repository: dict | None = None  # root, revision, branch, tag, remote (kb.ingest.owners.repository_info)
+    prefix: str = ""  # the KB folder relative to the repository root ("" outside git or at its root)
+
+    @classmethod
+    def of_run(cls, run: dict) -> KbFiles:
+        docs_root, commit = run.get("docs_root"), run.get("docs_commit") or None
+        if not docs_root:
+            return cls(None)
+        if is_git_spec(docs_root):
+            spec = parse_spec(docs_root)
+            at_rev = kb_at_rev(docs_root, commit)
+            if at_rev is None:  # the repository is gone: paths as the spec names them, no text
+                root = Path(spec.repo).resolve()
+                prefix = spec.path + "/" if spec.path and not any(ch in spec.path for ch in "*?[") else ""
+                return cls(None, None, {"root": root, "revision": commit, "branch": None, "tag": None, "remote": None}, prefix)
+            repository = {
+                "root": Path(at_rev.root),
+                "revision": at_rev.commit,
+                "branch": at_rev.branch,
+                "tag": at_rev.tag,
+                "remote": _origin(at_rev),
+                "rev": at_rev.rev,
+            }
+            return cls(None, at_rev, repository, "")
+        folder = Path(docs_root)
+        repo = repository_info(folder, commit) if folder.is_dir() else None
+        prefix = ""
+        if repo is not None:
+            rel = folder.resolve().relative_to(repo["root"]).as_posix()
+            prefix = "" if rel == "." else rel + "/"
+        return cls(folder, None, repo, prefix)
+
+    def path_of(self, doc_id: str) -> str:
+        if self.at_rev is not None:
+            return self.at_rev.paths.get(doc_id, doc_id)
+        return f"{self.prefix}{doc_id}"
+
+    def read(self, doc_id: str) -> bytes | None:
+        if self.at_rev is not None:
+            return self.at_rev.read(doc_id)
+        if self.docs_root is None:
+            return None
+        path = self.docs_root / doc_id
+        try:
+            return path.read_bytes() if path.is_file() else None
+        except OSError:
+            return None
+
+    def committed(self, doc_id: str) -> bytes | None:
+        """A folder KB's file as the run's commit holds it (None outside git)."""
+        if self.at_rev is not None or self.repository is None or not self.repository.get("revision"):
+            return None
+        return file_at(self.repository["root"], self.repository["revision"], self.path_of(doc_id))
+
+    def exists(self, doc_id: str) -> bool:
+        if self.at_rev is not None:
+            return doc_id in self.at_rev.paths
+        return self.docs_root is not None and (self.docs_root / doc_id).exists()
+
+
+def _origin(at_rev: KbAtRev) -> str | None:
+    try:
+        return at_rev.repo.remotes["origin"].url
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
 
 
 def _locate(texts: _Texts, doc_id: str, version_id: str, start: int, end: int, written: str) -> tuple[Region | None, str]:
@@ -339,7 +427,7 @@ def load(store: Store, run_id: str | None = None, fail_on: tuple[str, ...] = ())
     """The findings of a run (default: the newest) read back from the store."""
     run_id = q.resolve_run(store, run_id)
     run = q.run_row(store, run_id)
-    docs_root = Path(run["docs_root"]) if run.get("docs_root") else None
+    kb = KbFiles.of_run(run)
     documents = q.documents(store, run_id)
     doc_by_id = {d["doc_id"]: d for d in documents}
     claims = [c for c in q.claims(store, run_id) if c["checkworthy"]]
@@ -348,10 +436,11 @@ def load(store: Store, run_id: str | None = None, fail_on: tuple[str, ...] = ())
         evidence.setdefault(e["claim_id"], []).append(e)
     edits: dict[str, dict] = {}
     for ed in q.edits(store, run_id):
-        if ed["status"] in FIX_STATUSES and ed["new_text"] and ed["new_text"] != ed["old_text"]:
+        # a removal's edit (new_text "": the fact is gone from the newest sources) deletes the claim
+        if ed["status"] in FIX_STATUSES and ed["new_text"] is not None and ed["new_text"] != ed["old_text"]:
             edits.setdefault(ed["claim_id"], ed)
     changed = {c["claim_id"]: c["change"] for c in q.changes(store, run_id) if c["change"] != "fixed"}
-    texts = _Texts(store, docs_root, [c["version_id"] for c in claims] + [e["base_version"] for e in edits.values()])
+    texts = _Texts(store, kb, [c["version_id"] for c in claims] + [e["base_version"] for e in edits.values()])
 
     findings: list[Finding] = []
     for c in claims:
@@ -387,14 +476,22 @@ def load(store: Store, run_id: str | None = None, fail_on: tuple[str, ...] = ())
                 region=region,
                 location_basis=basis,
                 evidence=[
-                    Evidence(e["source_id"], e["source_version"], e["source_date"], e["authority"], e["sentence"] or "", e["rank"])
+                    Evidence(
+                        e["source_id"],
+                        e["source_version"],
+                        e["source_date"],
+                        e["authority"],
+                        e["sentence"] or "",
+                        e["rank"],
+                        e.get("source_rev") or None,
+                    )
                     for e in ranked[:MAX_EVIDENCE]
                 ],
                 fix=fix,
             )
         )
     for d in q.removed_documents(store, run_id):
-        if docs_root is not None and (docs_root / d["doc_id"]).exists():
+        if kb.exists(d["doc_id"]):
             continue  # not audited by this run (a partial run), but still in the KB
         findings.append(
             Finding(
@@ -411,23 +508,19 @@ def load(store: Store, run_id: str | None = None, fail_on: tuple[str, ...] = ())
         )
     findings.sort(key=lambda f: (f.doc_id, f.region.start_line if f.region else 0, f.region.start_column if f.region else 0, f.kind))
 
-    repo = repository_info(docs_root) if docs_root is not None and docs_root.is_dir() else None
-    prefix = ""
-    if repo is not None and docs_root is not None:
-        rel = docs_root.resolve().relative_to(repo["root"]).as_posix()
-        prefix = "" if rel == "." else rel + "/"
     return Findings(
         run=run,
         run_id=run_id,
         previous_run=q.previous_run(store, run_id),
-        docs_root=docs_root,
+        docs_root=kb.docs_root,
         fail_on=tuple(fail_on),
         documents=documents,
         findings=findings,
         pages_due=q.pages_due(store, run_id),
         claims=claims,
-        repository=repo,
-        kb_prefix=prefix,
+        repository=kb.repository,
+        kb_prefix=kb.prefix,
+        kb=kb,
     )
 
 

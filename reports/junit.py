@@ -2,9 +2,12 @@
 
 A test case fails when it has a finding at level error or warning (reports.findings.level_for:
 with --fail-on, exactly the labels it names); each failure carries the claim, its label, the
-evidence and the owner. Findings at level note (uncertain, removed, labels outside --fail-on) go
-to the case's ``system-out``, so they are visible without failing the suite. Built with
-xml.etree, so every value is escaped and the file is well-formed.
+evidence and the owner, after the finding's ``PATH:LINE:COLUMN`` (as in the GitHub annotations).
+Findings at level note (uncertain, removed, labels outside --fail-on) go to the case's
+``system-out``, so they are visible without failing the suite. The suite's properties name the
+commit the KB was read at (``kb.revision``), its tag and branch and, for a KB read from git, the
+rev as the spec names it (``kb.rev``). Built with xml.etree, so every value is escaped and the
+file is well-formed.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ def _text(f: Finding) -> str:
     return f"[{f.kind}] {f.message()}"
 
 
-def _case(suite: ET.Element, classname: str, name: str, file: str, found: list[Finding], owner: str | None) -> tuple[int, int]:
+def _case(
+    suite: ET.Element, findings: Findings, classname: str, name: str, file: str, found: list[Finding], owner: str | None
+) -> tuple[int, int]:
     case = ET.SubElement(suite, "testcase", classname=classname, name=name, file=file, time="0")
     if owner:
         props = ET.SubElement(case, "properties")
@@ -34,10 +39,10 @@ def _case(suite: ET.Element, classname: str, name: str, file: str, found: list[F
         if len(failing) == 1:
             message = f"{first.kind}: {first.source_text.strip()[:200]}"
         failure = ET.SubElement(case, "failure", message=message, type=first.kind)
-        failure.text = "\n\n".join(_where(f) + _text(f) for f in failing)
+        failure.text = "\n\n".join(_where(f, findings) + _text(f) for f in failing)
     if notes:
         out = ET.SubElement(case, "system-out")
-        out.text = "\n\n".join(_where(f) + _text(f) for f in notes)
+        out.text = "\n\n".join(_where(f, findings) + _text(f) for f in notes)
     return (1 if failing else 0), 1
 
 
@@ -50,8 +55,10 @@ def _timestamp(value) -> str:
     return value.isoformat(timespec="seconds")
 
 
-def _where(f: Finding) -> str:
-    return f"{f.doc_id}:{f.region.start_line}:{f.region.start_column}: " if f.region else f"{f.doc_id}: "
+def _where(f: Finding, findings: Findings) -> str:
+    """PATH:LINE:COLUMN of the finding, PATH as reports.findings.Findings.path_of gives it."""
+    path = findings.path_of(f.doc_id)
+    return f"{path}:{f.region.start_line}:{f.region.start_column}: " if f.region else f"{path}: "
 
 
 def to_xml(findings: Findings, per_claim: bool = False) -> ET.Element:
@@ -59,6 +66,12 @@ def to_xml(findings: Findings, per_claim: bool = False) -> ET.Element:
     suite = ET.SubElement(
         root, "testsuite", name=f"kbaudit run {findings.run_id}", timestamp=_timestamp(findings.run.get("started_at")), hostname="kbaudit"
     )
+    repo = findings.repository or {}
+    if repo.get("revision"):  # the commit the KB was read at, with its tag and branch (SARIF's provenance)
+        props = ET.SubElement(suite, "properties")
+        for name, key in (("kb.revision", "revision"), ("kb.tag", "tag"), ("kb.branch", "branch"), ("kb.rev", "rev")):
+            if repo.get(key):
+                ET.SubElement(props, "property", name=name, value=str(repo[key]))
     by_doc: dict[str, list[Finding]] = {}
     for f in findings.findings:
         by_doc.setdefault(f.doc_id, []).append(f)
@@ -69,11 +82,11 @@ def to_xml(findings: Findings, per_claim: bool = False) -> ET.Element:
         for c in findings.claims:
             f = by_claim.get(c["claim_id"])
             name = c["source_text"].strip() or c["claim_id"]
-            n_fail, n = _case(suite, c["doc_id"], name, findings.path_of(c["doc_id"]), [f] if f else [], owners.get(c["doc_id"]))
+            n_fail, n = _case(suite, findings, c["doc_id"], name, findings.path_of(c["doc_id"]), [f] if f else [], owners.get(c["doc_id"]))
             failures, tests = failures + n_fail, tests + n
         for f in findings.findings:
             if f.kind == "removed":
-                n_fail, n = _case(suite, f.doc_id, f"page {f.doc_id}", findings.path_of(f.doc_id), [f], f.owner)
+                n_fail, n = _case(suite, findings, f.doc_id, f"page {f.doc_id}", findings.path_of(f.doc_id), [f], f.owner)
                 failures, tests = failures + n_fail, tests + n
     else:
         doc_ids = [d["doc_id"] for d in sorted(findings.documents, key=lambda d: d["doc_id"])]
@@ -81,7 +94,7 @@ def to_xml(findings: Findings, per_claim: bool = False) -> ET.Element:
         for doc_id in doc_ids:
             found = by_doc.get(doc_id, [])
             owner = owners.get(doc_id) or (found[0].owner if found else None)
-            n_fail, n = _case(suite, "kbaudit.documents", doc_id, findings.path_of(doc_id), found, owner)
+            n_fail, n = _case(suite, findings, "kbaudit.documents", doc_id, findings.path_of(doc_id), found, owner)
             failures, tests = failures + n_fail, tests + n
     for element in (suite, root):
         element.set("tests", str(tests))

@@ -1,11 +1,14 @@
 """SARIF 2.1.0 (`--format sarif`): one run, one rule per finding kind, one result per finding.
 
-Locations: ``artifactLocation.uri`` is the document's path relative to the KB root, with
-``uriBaseId`` ``KBROOT``. ``originalUriBaseIds`` says where KBROOT is: inside a git repository,
-relative to ``SRCROOT`` (the repository root, whose revision is in
-``versionControlProvenance``); outside one, the KB folder's absolute file URI. Regions are in
-Unicode code points (``columnKind``), 1-based, end column exclusive. The drafted edit is the
-result's ``fix``: one replacement of the claim's span. ``partialFingerprints`` carry
+Locations: for a KB in a git repository (a folder in a work tree, or a KB read from git with
+``git:REPO@REV:PATH``), ``artifactLocation.uri`` is the file's path relative to the repository
+root, with ``uriBaseId`` ``SRCROOT``: ``originalUriBaseIds`` gives the repository root's file URI
+and ``versionControlProvenance`` the commit the KB was read at (``revisionId``), with its tag
+(``revisionTag``) and branch when it has them and, for a KB read from git, the rev as the spec
+names it. Outside git the uri is relative to the KB folder, ``uriBaseId`` ``KBROOT``, the
+folder's file URI. Regions are in Unicode code points (``columnKind``), 1-based, end column
+exclusive, in the file as the run read it (for a KB read from git: at that commit). The drafted
+edit is the result's ``fix``: one replacement of the claim's span in the same file. ``partialFingerprints`` carry
 reports.findings.fingerprint (no run id), so a code-scanning tool keeps one alert per problem
 across runs.
 """
@@ -26,13 +29,15 @@ def _region(r: Region) -> dict:
     return {"startLine": r.start_line, "startColumn": r.start_column, "endLine": r.end_line, "endColumn": r.end_column}
 
 
-def _artifact(f: Finding) -> dict:
+def _artifact(f: Finding, findings: Findings) -> dict:
+    if findings.repository is not None:
+        return {"uri": findings.path_of(f.doc_id), "uriBaseId": "SRCROOT"}
     return {"uri": f.doc_id, "uriBaseId": "KBROOT"}
 
 
 def _result(f: Finding, findings: Findings) -> dict:
     rule_index = KINDS.index(f.kind)
-    location: dict = {"physicalLocation": {"artifactLocation": _artifact(f)}}
+    location: dict = {"physicalLocation": {"artifactLocation": _artifact(f, findings)}}
     if f.region is not None:
         location["physicalLocation"]["region"] = _region(f.region)
     result: dict = {
@@ -48,6 +53,7 @@ def _result(f: Finding, findings: Findings) -> dict:
             "owner": f.owner,
             "ownerSource": f.owner_source,
             "docId": f.doc_id,
+            "path": findings.path_of(f.doc_id),
             "claimId": f.claim_id,
             "claim": f.claim_text,
             "section": f.section,
@@ -57,6 +63,7 @@ def _result(f: Finding, findings: Findings) -> dict:
                 {
                     "source": e.source_id,
                     "sourceVersion": e.source_version,
+                    "rev": e.source_rev,
                     "date": _date(e.source_date),
                     "authority": e.authority,
                     "sentence": e.sentence,
@@ -71,11 +78,16 @@ def _result(f: Finding, findings: Findings) -> dict:
         result["fixes"] = [
             {
                 "description": {
-                    "text": f'Replace "{f.fix.old_text}" with "{f.fix.new_text}" (kbaudit edit {f.fix.edit_id}, {f.fix.status})'
+                    "text": (
+                        f'Replace "{f.fix.old_text}" with "{f.fix.new_text}"'
+                        if f.fix.new_text
+                        else f'Delete "{f.fix.old_text}" (the newest sources no longer state it)'
+                    )
+                    + f" (kbaudit edit {f.fix.edit_id}, {f.fix.status})"
                 },
                 "artifactChanges": [
                     {
-                        "artifactLocation": _artifact(f),
+                        "artifactLocation": _artifact(f, findings),
                         "replacements": [{"deletedRegion": _region(f.fix.region), "insertedContent": {"text": f.fix.new_text}}],
                     }
                 ],
@@ -87,19 +99,20 @@ def _result(f: Finding, findings: Findings) -> dict:
 def _base_ids(findings: Findings) -> tuple[dict, list[dict]]:
     repo = findings.repository
     if repo is not None:
-        base = {
-            "SRCROOT": {"uri": Path(repo["root"]).as_uri() + "/"},
-            "KBROOT": {"uri": findings.kb_prefix, "uriBaseId": "SRCROOT"} if findings.kb_prefix else {"uri": "./", "uriBaseId": "SRCROOT"},
-        }
+        base = {"SRCROOT": {"uri": Path(repo["root"]).as_uri() + "/"}}
         provenance = []
         if repo.get("revision"):
-            item = {
+            item: dict = {
                 "repositoryUri": repo.get("remote") or Path(repo["root"]).as_uri(),
                 "revisionId": repo["revision"],
                 "mappedTo": {"uriBaseId": "SRCROOT"},
             }
+            if repo.get("tag"):
+                item["revisionTag"] = repo["tag"]
             if repo.get("branch"):
                 item["branch"] = repo["branch"]
+            if repo.get("rev"):
+                item["properties"] = {"rev": repo["rev"]}  # the rev as the KB's git: spec names it
             provenance.append(item)
         return base, provenance
     if findings.docs_root is not None:

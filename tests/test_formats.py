@@ -129,15 +129,16 @@ def test_sarif_regions_point_at_the_claims_span_and_the_fix_applies(demo):
         evidence = result["properties"]["evidence"]
         first = evidence[0]
         assert (
-            f'Evidence: {first["source"]} ({first["date"]}, rev {first["sourceVersion"][:8]}): "{first["sentence"].strip()}"'
+            f'Evidence: {first["source"]} ({first["date"]}, version {first["sourceVersion"][:8]}): "{first["sentence"].strip()}"'
             in result["message"]["text"]
         )
         for fix in result.get("fixes", []):
             (change,) = fix["artifactChanges"]
             (rep,) = change["replacements"]
             old = cut(text, rep["deletedRegion"])
-            assert old and old in text and old != rep["insertedContent"]["text"]
-            assert f'"{old}" with "{rep["insertedContent"]["text"]}"' in fix["description"]["text"]
+            new = rep["insertedContent"]["text"]
+            assert old and old in text and old != new
+            assert (f'Replace "{old}" with "{new}"' if new else f'Delete "{old}"') in fix["description"]["text"]
             fixed += 1
     assert fixed >= 20  # the demo's queued and auto-accepted edits
 

@@ -195,13 +195,12 @@ def test_sarif_of_a_git_backed_kb(kb, capsys):
     doc = json.loads(out)
     assert sarif_errors(doc) == []
     run = doc["runs"][0]
-    assert run["originalUriBaseIds"] == {
-        "SRCROOT": {"uri": kb["repo"].resolve().as_uri() + "/"},
-        "KBROOT": {"uri": "kb/", "uriBaseId": "SRCROOT"},
-    }
+    assert run["originalUriBaseIds"] == {"SRCROOT": {"uri": kb["repo"].resolve().as_uri() + "/"}}
     (vcs,) = run["versionControlProvenance"]
     assert vcs["revisionId"] == kb["head"] and vcs["mappedTo"] == {"uriBaseId": "SRCROOT"}
-    pricing = [r for r in run["results"] if r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pricing.md"]
+    # paths relative to the repository root, as code scanning resolves them
+    pricing = [r for r in run["results"] if r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "kb/pricing.md"]
+    assert {r["locations"][0]["physicalLocation"]["artifactLocation"]["uriBaseId"] for r in run["results"]} == {"SRCROOT"}
     assert pricing and {r["properties"]["owner"] for r in pricing} == {"@acme/revenue billing@acme.example"}
     assert {r["properties"]["ownerSource"] for r in pricing} == {"../.github/CODEOWNERS:4"}
     assert all("Owner: @acme/revenue billing@acme.example" in r["message"]["text"] for r in pricing)

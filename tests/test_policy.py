@@ -7,7 +7,8 @@ import pytest
 
 from kb.errors import ConfigError
 from kb.records import Claim, Evidence, Judgement, Verdict
-from kb.verify.policy import decide, document_status
+from kb.verify.policy import STATUSES, decide, document_status, verifyloop_status
+from kb.verifyloop import STATUSES as VERIFYLOOP_CODES
 from tests.conftest import DEMO_TODAY
 
 TODAY = date(2025, 6, 1)
@@ -179,7 +180,16 @@ def test_document_status():
     st, _, _ = document_status(cs, [_v(f"c{i}", "uncertain") for i in range(3)] + [_v("c3", "supported")])
     assert st == "UNCERTAIN"
     st, _, comps = document_status(cs, [_v("c0", "stale")] + [_v(f"c{i}", "supported") for i in range(1, 4)])
-    assert st == "CORRECTED" and comps["contradiction"] == 0.75
+    assert st == "CORRECTABLE" and comps["contradiction"] == 0.75  # nothing accepted, nothing written
+    st, _, _ = document_status(cs, [_v("c0", "stale")] + [_v(f"c{i}", "supported") for i in range(1, 4)], accepted={"c0"})
+    assert st == "EDITS_ACCEPTED"  # accepted into the store; the file is not written
+    two = [_v("c0", "stale"), _v("c1", "contradicted")] + [_v(f"c{i}", "supported") for i in range(2, 6)]
+    six = [claim(claim_id=f"c{i}") for i in range(6)]
+    assert document_status(six, two, accepted={"c0"})[0] == "CORRECTABLE"  # one edit still waits for review
+    assert [verifyloop_status(s) for s in STATUSES] == [
+        "VERIFIED", "PARTIAL", "CORRECTED", "CORRECTED", "UNCERTAIN", "FAILED", "HUMAN_REVIEW_REQUIRED"
+    ]  # fmt: skip
+    assert set(map(verifyloop_status, STATUSES)) == set(VERIFYLOOP_CODES)
     st, _, _ = document_status(cs, [_v("c0", "contradicted", value=None)] + [_v(f"c{i}", "supported") for i in range(1, 4)])
     assert st == "HUMAN_REVIEW_REQUIRED"
     st, score, comps = document_status(cs, [_v(f"c{i}", "contradicted") for i in range(3)] + [_v("c3", "supported")])

@@ -246,7 +246,7 @@ def run_audit(
     result.edits = runner(
         "correct", correct_stage, result.documents, result.claims, result.verdicts, result.evidence, settings, suppressed, caches
     )
-    result.doc_status = runner("document-status", status_stage, result.documents, result.claims, result.verdicts)
+    result.doc_status = runner("document-status", status_stage, result.documents, result.claims, result.verdicts, result.edits)
     logger.info("%s[5/6] corrections: %s", tag, dict(Counter(e.status for e in result.edits)) or "none needed")
     result.seconds = time.perf_counter() - clock
     if store is not None:

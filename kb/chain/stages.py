@@ -304,13 +304,18 @@ def correct_stage(
     )
 
 
-def status_stage(documents: list[Document], claims: list[Claim], verdicts: list[Verdict]) -> dict[str, tuple[str, float, dict]]:
+def status_stage(
+    documents: list[Document], claims: list[Claim], verdicts: list[Verdict], edits: list | None = None
+) -> dict[str, tuple[str, float, dict]]:
+    """Each document's status, score and components (kb.verify.policy.document_status); with the
+    run's edits, a document whose every finding's edit was accepted is EDITS_ACCEPTED."""
     by_doc: dict[str, list[Claim]] = {}
     for claim in claims:
         by_doc.setdefault(claim.doc_id, []).append(claim)
     verdict_of = {v.claim_id: v for v in verdicts}
+    accepted = {e.claim_id for e in edits or () if e.status == "auto"}
     result = {}
     for doc in documents:
         doc_claims = [c for c in by_doc.get(doc.doc_id, []) if c.claim_id in verdict_of]
-        result[doc.doc_id] = document_status(doc_claims, [verdict_of[c.claim_id] for c in doc_claims])
+        result[doc.doc_id] = document_status(doc_claims, [verdict_of[c.claim_id] for c in doc_claims], accepted)
     return result

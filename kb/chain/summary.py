@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kb.chain.stages import PROPOSED
 from kb.config import Settings
 from kb.correct.versions import run_tables
+from kb.evidence.git_source import kb_commit
 from kb.evidence.receipts import (
     RunEvidence,
     evidence_table,
     evidence_table_as_last_run,
 )
+from kb.ingest.owners import repository_info
 from kb.records import LABELS, Verdict
 from kb.store import Store
 
@@ -138,8 +141,19 @@ def runs_row(counts: dict, settings: Settings, started_at: dt.datetime, seconds:
         "notes": json.dumps(counts.get("notes", [])),
         "seconds": seconds,
         "corpus": counts.get("corpus") or None,
+        "docs_commit": docs_commit(settings),
         **counts.get("scope", {"scope": "full"}),
     }
+
+
+def docs_commit(settings: Settings) -> str | None:
+    """The commit the KB was read at: the rev of a ``git:`` KB, else the HEAD of the repository
+    holding the KB folder (None outside git). Reports locate findings in the files at it."""
+    if settings.docs_from_git:
+        return kb_commit(str(settings.docs))
+    root = Path(settings.docs_root)
+    info = repository_info(root) if root.is_dir() else None
+    return info["revision"] if info else None
 
 
 def stage_tables(store: Store, run_id: str, result: AuditResult, part: str = "part-0") -> dict:

@@ -449,3 +449,75 @@ def ingest_git(text: str, max_bytes: int, select=None) -> tuple[list[Document], 
             doc = replace(doc, updated=rev.day)
         documents.append(doc)
     return documents, errors
+
+
+# ---------------------------------------------------------------- where a KB's files are
+
+
+@dataclass
+class KbAtRev:
+    """The files of a KB read from git (``git:REPO@REV:PATH``) as they are at the commit audited:
+    what a report needs to point at a line of a file, and to name the rev."""
+
+    repo: pygit2.Repository
+    root: str  # the repository's root: its work tree, or the folder of a bare repository
+    rev: str  # the rev as the spec names it ("HEAD" when it names none)
+    commit: str  # the commit's full id
+    tag: str | None  # the rev's tag: the rev itself when it is one, else a tag on the commit
+    branch: str | None  # the rev's branch: the rev itself when it is one (HEAD: the checked-out branch)
+    paths: dict[str, str]  # document id -> path in the repository
+    blobs: dict[str, pygit2.Blob]  # document id -> the file at the commit
+
+    def read(self, doc_id: str) -> bytes | None:
+        blob = self.blobs.get(doc_id)
+        return blob.data if blob is not None else None
+
+
+def rev_names(repo: pygit2.Repository, name: str, commit: pygit2.Commit) -> tuple[str | None, str | None]:
+    """(tag, branch) of a rev: its own name when it is a tag or a branch, else a tag on its commit
+    (the first in version order) and, for HEAD, the branch checked out."""
+    refs = set(repo.references)
+    tag = name if f"refs/tags/{name}" in refs else None
+    branch = name if f"refs/heads/{name}" in refs else None
+    if name == "HEAD" and not repo.head_is_detached and not repo.head_is_unborn:
+        branch = repo.head.shorthand
+    if tag is None:
+        tag = next((r.name for r in _tags(repo) if r.commit.id == commit.id), None)
+    return tag, branch
+
+
+def kb_at_rev(text: str, commit: str | None = None) -> KbAtRev | None:
+    """A ``git:REPO@REV:PATH`` KB at ``commit`` (the one a run read, from its ``runs`` row), else
+    at the commit the rev names now; None when the repository or the commit is gone."""
+    try:
+        spec = parse_spec(text)
+        repo = open_repository(spec.repo)
+        revs = resolve_revs(repo, spec, [])
+        found = revs[-1].commit if revs else None
+        name = revs[-1].name if revs else (spec.revs[0] if spec.revs else "HEAD")
+        if commit:
+            try:
+                found = repo.revparse_single(commit).peel(pygit2.Commit)
+            except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+                pass  # gone (a rewritten history): the rev as it is now
+        if found is None:
+            return None
+        rev = Rev(name, found)
+        found_files = files_at(repo, rev, spec.path, str(spec), [])
+        paths = {_relative(path, spec.path): path for path in found_files}
+        blobs = {_relative(path, spec.path): blob for path, blob in found_files.items()}
+        tag, branch = rev_names(repo, name, found)
+    except (GitSpecError, pygit2.GitError, KeyError, ValueError):
+        return None
+    root = (repo.workdir or repo.path).rstrip("/")
+    return KbAtRev(repo, root, name, str(found.id), tag, branch, paths, blobs)
+
+
+def kb_commit(text: str) -> str | None:
+    """The commit a ``git:REPO@REV:PATH`` KB's rev names now (None: it names none)."""
+    try:
+        spec = parse_spec(text)
+        revs = resolve_revs(open_repository(spec.repo), spec, [])
+    except (GitSpecError, pygit2.GitError, KeyError, ValueError):
+        return None
+    return str(revs[-1].commit.id) if revs else None

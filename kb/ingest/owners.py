@@ -225,23 +225,53 @@ def assign(documents: list[Document], kb_root: Path, codeowners: CodeOwners | No
     return out, errors
 
 
-def repository_info(folder: Path) -> dict | None:
-    """root, revision (HEAD commit, None before the first commit), branch and origin URL of the
-    git repository `folder` is in; None outside one."""
+def repository_info(folder: Path, commit: str | None = None) -> dict | None:
+    """root, revision, branch, tag and origin URL of the git repository `folder` is in; None
+    outside one. The revision is `commit` when given and still in the repository (the commit a
+    run read), else HEAD's (None before the first commit); the branch is HEAD's when HEAD is at
+    that revision; the tag, a tag on the revision (the first by name)."""
     root = repository_root(folder)
     if root is None:
         return None
     repo = pygit2.Repository(str(root))
-    revision = branch = None
+    revision = branch = head = None
     try:
         if not repo.head_is_unborn:
-            revision = str(repo.head.target)
+            head = str(repo.head.target)
             branch = None if repo.head_is_detached else repo.head.shorthand
     except pygit2.GitError:
         pass
+    revision = head
+    if commit and commit != head:
+        try:
+            revision = str(repo.revparse_single(commit).peel(pygit2.Commit).id)
+            branch = None
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            pass  # gone: HEAD as it is now
     remote = None
     try:
         remote = repo.remotes["origin"].url
     except (KeyError, ValueError, pygit2.GitError):
         pass
-    return {"root": root, "revision": revision, "branch": branch, "remote": remote}
+    return {"root": root, "revision": revision, "branch": branch, "tag": _tag_on(repo, revision), "remote": remote}
+
+
+def _tag_on(repo: pygit2.Repository, revision: str | None) -> str | None:
+    if revision is None:
+        return None
+    for ref in sorted(r for r in repo.references if r.startswith("refs/tags/")):
+        try:
+            if str(repo.revparse_single(ref).peel(pygit2.Commit).id) == revision:
+                return ref[len("refs/tags/") :]
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            continue
+    return None
+
+
+def file_at(root: Path, revision: str, path: str) -> bytes | None:
+    """The bytes of `path` (relative to the repository root) at `revision`; None if absent."""
+    try:
+        found = pygit2.Repository(str(root)).revparse_single(f"{revision}:{path}")
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        return None
+    return found.data if isinstance(found, pygit2.Blob) else None

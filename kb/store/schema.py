@@ -46,6 +46,9 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("documents_audited", _STRS),  # changed scope: the doc ids it audited
             ("documents_deleted", _STRS),  # changed scope: doc ids deleted since the revision
             ("corpus", _STR),  # fingerprint of the source versions the run read
+            # the commit the KB was read at (git:REPO@REV:PATH), or the HEAD of the repository
+            # holding the KB folder; null outside git and in stores written before it
+            ("docs_commit", _STR),
         ]
     ),
     "documents": pa.schema(

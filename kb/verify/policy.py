@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Collection
 from datetime import date
 
 from kb.claims.split import SETTING_NOTE
@@ -532,16 +533,36 @@ def _uncertain(claim: Claim, base: dict, rationale: str, confidence: float, kind
 # document status and score
 # ---------------------------------------------------------------------------------------------
 
-STATUSES = ("VERIFIED", "PARTIAL", "CORRECTED", "UNCERTAIN", "FAILED", "HUMAN_REVIEW_REQUIRED")
+STATUSES = ("VERIFIED", "PARTIAL", "CORRECTABLE", "EDITS_ACCEPTED", "UNCERTAIN", "FAILED", "HUMAN_REVIEW_REQUIRED")
+# The VerifyLoop report's status codes (kb/verifyloop/schemas): kbaudit's two statuses of a page
+# with correctable claims are VerifyLoop's CORRECTED (corrections drafted, in the report's
+# ``corrections`` and ``corrected_answer``); CORRECTED is what stores written before them hold.
+VERIFYLOOP_STATUS = {"CORRECTABLE": "CORRECTED", "EDITS_ACCEPTED": "CORRECTED", "CORRECTED": "CORRECTED"}
+
+
+def verifyloop_status(status: str) -> str:
+    """A document status as VerifyLoop's code (VERIFIED, PARTIAL, CORRECTED, UNCERTAIN, FAILED,
+    HUMAN_REVIEW_REQUIRED)."""
+    return VERIFYLOOP_STATUS.get(status, status)
+
+
 SCORE_WEIGHTS = {"claim_support": 0.4, "evidence_quality": 0.2, "contradiction": 0.25, "uncertainty_handling": 0.15}
 
 
-def document_status(claims: list[Claim], verdicts: list[Verdict]) -> tuple[str, float, dict[str, float]]:
-    """(status, score in [0, 1], components) for one document's claims and their verdicts.
+def document_status(claims: list[Claim], verdicts: list[Verdict], accepted: Collection[str] = ()) -> tuple[str, float, dict[str, float]]:
+    """(status, score in [0, 1], components) for one document's claims and their verdicts;
+    ``accepted``: the claim ids whose drafted edit was accepted into a new document version in
+    the store (status ``auto``).
+
+    No status says a file was written: a page's file changes only when accepted edits are
+    applied (``kbaudit review apply``, ``kbaudit run --apply``), and the next run reads it.
 
     * VERIFIED: every checked claim supported.
-    * CORRECTED: some claims stale/contradicted, each with a value the correction step can
-      apply, none high-risk; the rest supported.
+    * CORRECTABLE: some claims stale/contradicted, each with a value the correction step can
+      apply, none high-risk; the rest supported. Their edits are drafted; not all were accepted
+      (some wait for a reviewer, or did not re-verify).
+    * EDITS_ACCEPTED: CORRECTABLE, and every stale/contradicted claim's edit was accepted into a
+      new version of the document in the store; the page's file is unchanged until applied.
     * PARTIAL: supported plus some uncertain claims (at most half).
     * UNCERTAIN: more than half of the checked claims uncertain.
     * FAILED: at least half of the checked claims contradicted or stale.
@@ -588,7 +609,7 @@ def document_status(claims: list[Claim], verdicts: list[Verdict]) -> tuple[str, 
     ):
         status = "HUMAN_REVIEW_REQUIRED"
     elif bad:
-        status = "CORRECTED"
+        status = "EDITS_ACCEPTED" if all(v.claim_id in accepted for v in bad) else "CORRECTABLE"
     elif counts["uncertain"] * 2 > n:
         status = "UNCERTAIN"
     elif counts["uncertain"]:

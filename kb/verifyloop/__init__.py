@@ -33,9 +33,11 @@ from kb.config import DEPTH_NAMES, DEPTHS, Settings, load_settings
 from kb.errors import ConfigError
 from kb.ingest.parse import parse_document
 from kb.records import Claim, Verdict, content_hash
+from kb.verify.policy import verifyloop_status
 
 SCHEMA_ID = "kbaudit/verifyloop-report/1"
 REPORT_SCHEMA_FILE = "verifyloop-report.schema.json"
+# VerifyLoop's status codes; kbaudit's document statuses map onto them (policy.verifyloop_status)
 STATUSES = ("VERIFIED", "PARTIAL", "CORRECTED", "UNCERTAIN", "FAILED", "HUMAN_REVIEW_REQUIRED")
 PROBLEMS = ("contradicted", "stale", "uncertain", "missing_tool_receipt", "tool_result_mismatch")
 
@@ -318,7 +320,7 @@ def build_report(
         "task": task,
         "answer": answer,
         "verification_depth": depth,
-        "status": status,
+        "status": verifyloop_status(status),
         "verification_score": round(float(score), 4),
         "score_components": {k: float(v) for k, v in (score_components or {}).items() if isinstance(v, (int, float))},
         "claims": claim_rows,
@@ -476,6 +478,7 @@ class VerifyLoop:
         status, score, components = status_stage([doc], claims + [c for c, _ in tool_records], verdicts + [v for _, v in tool_records])[
             doc.doc_id
         ]
+        status = verifyloop_status(status)  # kbaudit's CORRECTABLE / EDITS_ACCEPTED: VerifyLoop's CORRECTED
 
         replacements = [(e.start, e.end, e.new_text) for e in edits if e.status != "needs_rewrite" and e.new_text != e.old_text]
         replacements += [(t["start"], t["end"], "") for t in tool_claims if t["problem"]]
