@@ -4,7 +4,8 @@
 (one commit per release tag) and audits it in git mode as a new user would: the old release's docs
 are the KB and the later releases the sources (the defaults: the fourth-newest release against the
 three newest, as ``bench findings``), dated by their commits, the run's date the newest release's.
-The docs path comes from the ``manifest.json`` beside the bundle, else ``docs``. In one process:
+The docs path comes from the ``manifest.json`` beside the bundle, else ``docs``. Each audit
+runs in a new process, timed from its start (imports and model loads count, as in a user's run):
 
 - cold: a fresh store and caches, the product's default settings;
 - warm: the same audit again on that store (every stage reads its cache);
@@ -22,7 +23,9 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
 from datetime import date
 from pathlib import Path
 
@@ -83,9 +86,36 @@ def _work_done(result: AuditResult) -> tuple[int, int, int]:
     return len(claims), settled, pairs
 
 
-def run_git(bundle: str, old: str | None, revs: str | None, depth: str, workdir: str | None) -> dict[str, float]:
+def audit_once(settings_json: str) -> None:
+    """One cold audit in this process (a fresh interpreter): prints its figures as one JSON line."""
     from bench.speed import _peak_rss_mb, _timed_run
 
+    settings = Settings.from_public_dict(json.loads(settings_json)).validate()
+    seconds, result = _timed_run(settings, Store(settings.out))
+    n, settled, pairs = _work_done(result)
+    if settings.retrieval_path == "minilm":  # the reference judges every pair it found
+        settled, pairs = 0, sum(len(result.evidence.get(c.claim_id, [])) for c in result.claims if c.checkworthy)
+    print(json.dumps({"seconds": seconds, "claims": n, "settled": settled, "pairs": pairs, "peak_rss_mb": _peak_rss_mb()}))
+
+
+def _cold(settings: Settings) -> dict:
+    """An audit in a new process, timed from its start: imports and model loads count, as they
+    do for a user's run, and neither path inherits the other's loaded models."""
+    clock = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from bench.speed_git import audit_once; audit_once(sys.argv[1])",
+         json.dumps(settings.public_dict())],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    wall = time.perf_counter() - clock
+    if done.returncode:
+        raise RuntimeError(f"bench speed --git: the audit failed: {done.stderr.strip()[-2000:]}")
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures["wall_s"] = wall
+    return figures
+
+
+def run_git(bundle: str, old: str | None, revs: str | None, depth: str, workdir: str | None) -> dict[str, float]:
     work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kbaudit-speed-git-"))
     try:
         base = git_settings(Path(bundle), work, old, revs, depth)
@@ -93,32 +123,28 @@ def run_git(bundle: str, old: str | None, revs: str | None, depth: str, workdir:
         minilm = base.replace(out=work / "store-minilm", retrieval_path="minilm", embed_backend="torch").validate()
         for folder in (default.out, minilm.out):
             shutil.rmtree(folder, ignore_errors=True)
-        store = Store(default.out)
-        cold_s, result = _timed_run(default, store)
-        n, settled, pairs = _work_done(result)
-        del result
-        rss = _peak_rss_mb()
-        warm_s, _ = _timed_run(default, store)
-        minilm_s, other = _timed_run(minilm, Store(minilm.out))
-        n_minilm, _, _ = _work_done(other)
-        # the reference judges every pair it found: none is settled before the verifier
-        pairs_minilm = sum(len(other.evidence.get(c.claim_id, [])) for c in other.claims if c.checkworthy)
-        del other
+        cold = _cold(default)
+        warm = _cold(default)  # the same inputs on the same store: every stage reads its cache
+        other = _cold(minilm)
+        n = cold["claims"]
         metrics = {
             "claims": float(n),
-            "cold_s": cold_s,
-            "cold_claims_per_s": n / cold_s,
+            "cold_s": cold["wall_s"],
+            "cold_claims_per_s": n / cold["wall_s"],
+            "cold_audit_s": cold["seconds"],
             "texts_embedded": float(_embedded(default.out)),
-            "verifier_pairs": float(pairs),
-            "settled_without_model_share": settled / n if n else 0.0,
-            "peak_rss_mb": rss,
-            "warm_s": warm_s,
-            "warm_over_cold": warm_s / cold_s,
-            "cold_s_minilm": minilm_s,
-            "cold_claims_per_s_minilm": n_minilm / minilm_s,
+            "verifier_pairs": float(cold["pairs"]),
+            "settled_without_model_share": cold["settled"] / n if n else 0.0,
+            "peak_rss_mb": cold["peak_rss_mb"],
+            "warm_s": warm["wall_s"],
+            "warm_over_cold": warm["wall_s"] / cold["wall_s"],
+            "cold_s_minilm": other["wall_s"],
+            "cold_claims_per_s_minilm": other["claims"] / other["wall_s"],
+            "cold_audit_s_minilm": other["seconds"],
             "texts_embedded_minilm": float(_embedded(minilm.out)),
-            "verifier_pairs_minilm": float(pairs_minilm),
-            "speedup_over_minilm": minilm_s / cold_s,
+            "verifier_pairs_minilm": float(other["pairs"]),
+            "peak_rss_mb_minilm": other["peak_rss_mb"],
+            "speedup_over_minilm": (n / cold["wall_s"]) / (other["claims"] / other["wall_s"]),
         }
     finally:
         if not workdir:
