@@ -45,6 +45,7 @@ BENCHES = {
     "findings": "bench.findings",
     "parse": "bench.parse_fidelity",
     "nights": "bench.nights",
+    "review": "bench.review",
     "report": "bench.report",
 }
 
