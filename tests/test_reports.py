@@ -417,3 +417,12 @@ def test_the_large_report_renders_its_claims_in_headless_chromium(scale_store, t
     assert dom.count('<details class="claim"') == counts["checkworthy"]
     assert dom.count("<mark>") >= counts["checkworthy"]
     assert "<code>" in dom and "&lt;code&gt;" not in dom
+
+
+def test_bench_report_prints_the_size_and_time(tmp_path, capsys):
+    from cli.main import main
+
+    assert main(["bench", "report", "--claims", "400", "--json", str(tmp_path / "r.json")]) == 0
+    figures = json.loads((tmp_path / "r.json").read_text())
+    assert figures["claims"] == 400 and 10_000 < figures["report_bytes"] < 400_000 and figures["report_seconds"] > 0
+    assert "report_bytes" in capsys.readouterr().out
