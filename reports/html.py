@@ -6,13 +6,16 @@ documents, the pages due, the changes and the ingest errors are HTML; every valu
 (``html.escape``), so a document containing ``<script>`` shows as text.
 
 The drill-down (each claim with its verdict, evidence and proposed diff) is data: one JSON
-object, gzip-compressed and base64-encoded in a ``<script type="application/gzip+base64">``
-element, that the page's script decompresses with ``DecompressionStream`` and renders a document's
-claims the first time its section is opened (``#all`` in the address opens every one). The script
-puts that text into the page as text nodes only, never as markup. Passages that several claims
-retrieved are stored once. What a file would not hold at wiki scale is left out, with the command
-that shows it: at most ``MAX_CLAIMS_PER_DOC`` claims a document (findings first) and
-``MAX_EVIDENCE`` passages a claim. Without JavaScript the page shows the summary and the tables.
+object, gzip-compressed and base64-encoded as the text of a hidden ``<div id="report-data">``
+(not a script element: the page's one script is its own). The script decompresses it with
+``DecompressionStream`` and builds a document's claims the first time its section is opened
+(``#all`` in the address opens every one), putting the text into the page as text nodes only,
+never as markup. Passages that several claims retrieved are stored once. What a file would not
+hold at wiki scale is left out, and the page names the command that shows it: beyond
+``MAX_CLAIMS_PER_DOC`` claims a document or ``MAX_CLAIMS`` in all (findings are kept first),
+beyond ``MAX_EVIDENCE`` passages a finding (one a supported claim), ``MAX_DOCUMENTS`` rows of the
+documents table and ``MAX_CHANGES`` of the changes. Without JavaScript the page shows the summary
+and the tables.
 """
 
 from __future__ import annotations
@@ -523,6 +526,6 @@ def render(store: Store, run_id: str | None = None) -> str:
         out.append("</tbody></table>")
     else:
         out.append('<p class="muted" id="ingest-errors">none</p>')
-    out.append(f'<script type="application/gzip+base64" id="report-data">{packed}</script>')
+    out.append(f'<div id="report-data" data-encoding="gzip+base64" hidden>{packed}</div>')
     out.append(f"<script>{JS}</script></main></body></html>")
     return "\n".join(out)

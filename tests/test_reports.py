@@ -330,7 +330,7 @@ def _report_data(page: str) -> dict:
     import base64
     import gzip
 
-    packed = re.search(r'<script type="application/gzip\+base64" id="report-data">([A-Za-z0-9+/=]*)</script>', page)
+    packed = re.search(r'<div id="report-data" data-encoding="gzip\+base64" hidden>([A-Za-z0-9+/=]*)</div>', page)
     assert packed, "the drill-down data is in the page"
     return json.loads(gzip.decompress(base64.b64decode(packed.group(1))))
 
