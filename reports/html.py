@@ -288,7 +288,9 @@ def _segments(raw: str):
 
 
 def _sql(query: str, out: str) -> str:
-    return f"kbaudit sql {shlex.quote(query)} --out {shlex.quote(out)}"
+    """The `kbaudit sql` command line for a query (double-quoted when that needs no escapes)."""
+    quoted = f'"{query}"' if not re.search(r'["$`\\!]', query) else shlex.quote(query)
+    return f"kbaudit sql {quoted} --out {shlex.quote(out)}"
 
 
 def _quote(value: str) -> str:
