@@ -232,7 +232,16 @@ JS = """
     var id = decodeURIComponent(location.hash.slice(1));
     if (id === 'all') { sections.forEach(function(s){ fill(s); s.open = true; }); return; }
     var t = id && document.getElementById(id);
-    if (t && t.classList.contains('doc-claims')) { fill(t); t.open = true; }
+    if (t && t.classList.contains('doc-claims')) { fill(t); t.open = true; return; }
+    if (data && id.indexOf('claim-') === 0) {  // a claim: open its document, then the claim
+      var cid = id.slice(6);
+      data.docs.forEach(function(doc, i){
+        if (!doc.claims.some(function(c){ return c[0] === cid; })) return;
+        fill(sections[i]); sections[i].open = true;
+        var c = document.getElementById(id);
+        if (c) { c.open = true; c.scrollIntoView(); }
+      });
+    }
   }
   window.addEventListener('hashchange', reveal);
   document.querySelectorAll('.filters button[data-label]').forEach(function(b){

@@ -417,6 +417,10 @@ def test_the_large_report_renders_its_claims_in_headless_chromium(scale_store, t
     assert dom.count('<details class="claim"') == counts["checkworthy"]
     assert dom.count("<mark>") >= counts["checkworthy"]
     assert "<code>" in dom and "&lt;code&gt;" not in dom
+    # A link to one claim opens its document and the claim.
+    claim = _report_data(html_file.read_text("utf-8"))["docs"][-1]["claims"][-1][0]
+    one = _dump_dom(html_file, tmp_path, fragment=f"#claim-{claim}")
+    assert re.search(rf'<details class="claim" id="claim-{claim}" data-label="[a-z]+" open="">', one)
 
 
 def test_bench_report_prints_the_size_and_time(tmp_path, capsys):
