@@ -46,6 +46,8 @@ BENCHES = {
     "parse": "bench.parse_fidelity",
     "nights": "bench.nights",
     "dask": "bench.dask_scale",
+    "review": "bench.review",
+    "report": "bench.report",
 }
 
 

@@ -1,25 +1,47 @@
 """`kbaudit report --html FILE`: one self-contained HTML file for one run.
 
-Inline CSS, inline JS and an inline SVG chart; no network, no external files. Every value that
-comes from the store (document titles, claims, passages, owners, paths, errors) passes through
-``esc`` (``html.escape``), so a document containing ``<script>`` shows as text. The page works
-without JavaScript (drill-downs are ``<details>`` elements); the script only adds the label filter
-and "expand all".
+Inline CSS, inline JS and an inline SVG chart; no network, no external files. The summary, the
+documents, the pages due, the changes and the ingest errors are HTML; every value from the store
+(document titles, claims, passages, owners, paths, errors) passes through ``esc``
+(``html.escape``), so a document containing ``<script>`` shows as text.
+
+The drill-down (each claim with its verdict, evidence and proposed diff) is data: one JSON
+object, gzip-compressed and base64-encoded as the text of a hidden ``<div id="report-data">``
+(not a script element: the page's one script is its own). The script decompresses it with
+``DecompressionStream`` and builds a document's claims the first time its section is opened
+(``#all`` in the address opens every one), putting the text into the page as text nodes only,
+never as markup. Passages that several claims retrieved are stored once. What a file would not
+hold at wiki scale is left out, and the page names the command that shows it: beyond
+``MAX_CLAIMS_PER_DOC`` claims a document or ``MAX_CLAIMS`` in all (findings are kept first),
+beyond ``MAX_EVIDENCE`` passages a finding (one a supported claim), ``MAX_DOCUMENTS`` rows of the
+documents table and ``MAX_CHANGES`` of the changes. Without JavaScript the page shows the summary
+and the tables.
 """
 
 from __future__ import annotations
 
+import base64
 import difflib
+import gzip
 import html
+import json
 import re
+import shlex
 from collections import defaultdict
 
 from kb.records import content_hash
 from kb.store import Store
 from reports import queries as q
+from reports.textdiff import diff_runs, plain, segments
 
 COLORS = {"supported": "#2e7d32", "contradicted": "#c62828", "stale": "#ef6c00", "uncertain": "#6d6d6d"}
 MAX_TREND_RUNS = 30
+MAX_CLAIMS = 20_000  # claims the drill-down embeds in all (findings first)
+MAX_CLAIMS_PER_DOC = 300  # claims a document's drill-down embeds (findings first)
+MAX_EVIDENCE = 3  # passages a finding's drill-down embeds (best rank first); a supported claim's: 1
+MAX_DOCUMENTS = 2_000  # rows of the documents table (lowest score first beyond it)
+MAX_CHANGES = 500  # rows of the "what changed" table (the rest: the command it names)
+LABEL_ORDER = {"contradicted": 0, "stale": 1, "uncertain": 2, "supported": 3}
 
 
 def esc(value) -> str:
@@ -116,6 +138,8 @@ th{background:#f0f0f0;font-weight:600}
 .s-UNCERTAIN{background:#6d6d6d}.s-FAILED{background:#c62828}.s-HUMAN_REVIEW_REQUIRED{background:#6a1b9a}
 .score{display:inline-block;width:60px;height:8px;background:#eee;margin-right:6px;vertical-align:middle}
 .score i{display:block;height:8px;background:#1565c0}
+details.doc-claims>summary{cursor:pointer}details.doc-claims>summary h3{display:inline}
+details.doc-claims{margin:10px 0}.left-out code,.muted code{font-size:12px;word-break:break-all}
 details.claim{background:#fff;border:1px solid #e0e0e0;border-radius:5px;margin:4px 0;padding:4px 10px}
 details.claim summary{cursor:pointer}
 details.claim .body{padding:6px 0 4px 12px;border-left:3px solid #eee;margin:6px 0}
@@ -132,7 +156,94 @@ svg .axis{font-size:10px;fill:#555}svg .run.current{font-weight:700;fill:#000}
 
 JS = """
 (function(){
-  var off = {};
+  var off = {}, data = null, body = document.body;
+  function node(tag, cls, text){
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function text(parent, value){ parent.appendChild(document.createTextNode(String(value))); }
+  function runs(parent, segs){
+    if (typeof segs === 'string') { text(parent, segs); return; }
+    segs.forEach(function(s){ if (s[1]) parent.appendChild(node('code', null, s[0])); else text(parent, s[0]); });
+  }
+  function badge(label){
+    return label ? node('span', 'badge l-' + label, label) : node('span', 'badge', 'not checked');
+  }
+  function evidence(e){
+    var box = node('div', 'evidence'), src = node('div', 'src'), passage = node('div', 'passage');
+    box.setAttribute('data-rank', e[0]);
+    text(src, '#' + e[0] + ' '); src.appendChild(node('b', null, e[1]));
+    text(src, ', ' + e[2] + ', score ' + e[3].toFixed(3) + (e[4] ? ' (decided on)' : ''));
+    var p = data.passages[e[5]];
+    if (e[6] >= 0) {
+      text(passage, p.slice(0, e[6])); passage.appendChild(node('mark', null, p.slice(e[6], e[6] + e[7])));
+      text(passage, p.slice(e[6] + e[7]));
+    } else {
+      text(passage, p);
+      if (e[7]) { var al = node('div', 'aligned', 'aligned: '); al.appendChild(node('mark', null, e[7])); passage.appendChild(al); }
+    }
+    box.appendChild(src); box.appendChild(passage);
+    return box;
+  }
+  function claim(c){
+    var label = c[1] || 'unchecked', d = node('details', 'claim'), s = node('summary'), b = node('div', 'body');
+    d.id = 'claim-' + c[0]; d.setAttribute('data-label', label);
+    if (off[label]) d.classList.add('hidden');
+    s.appendChild(badge(c[1])); text(s, ' '); runs(s, c[2]); d.appendChild(s);
+    if (c[3] !== null) b.appendChild(node('div', 'muted', 'checked as: ' + c[3]));
+    if (c[1]) b.appendChild(node('div', 'verdict', c[4] + ' tier, confidence ' + c[5] + ': ' + c[6]));
+    if (c[7]) b.appendChild(node('div', 'gap', 'gap: ' + c[7][0] + ' (' + (c[7][1] || 'n/a') + ')' + (c[7][2] ? ': ' + c[7][2] : '')));
+    c[8].forEach(function(e){ b.appendChild(evidence(e)); });
+    if (c[10]) {
+      var more = node('div', 'muted', c[10] + ' more passage(s): ');
+      more.appendChild(node('code', null, data.evidence_sql.replace('CLAIM', c[0]))); b.appendChild(more);
+    }
+    if (c[1] && !c[8].length) b.appendChild(node('div', 'muted', 'no evidence retrieved'));
+    c[9].forEach(function(ed){
+      var w = node('div', 'edit', 'proposed edit '), diff = node('div', 'diff');
+      w.appendChild(node('span', 'badge', ed[0])); text(w, ' risk ' + ed[1] + ': '); w.appendChild(node('span', 'muted', ed[2]));
+      ed[3].forEach(function(r){
+        var inner = r[2] ? node('code', null, r[1]) : document.createTextNode(r[1]);
+        if (r[0] === '=') { diff.appendChild(inner); return; }
+        var wrap = node(r[0] === '-' ? 'del' : 'ins'); wrap.appendChild(inner); diff.appendChild(wrap);
+      });
+      w.appendChild(diff); b.appendChild(w);
+    });
+    d.appendChild(b);
+    return d;
+  }
+  function fill(section){
+    if (!data || section.getAttribute('data-filled')) return;
+    var doc = data.docs[+section.getAttribute('data-doc-index')], box = section.querySelector('.claims');
+    if (!doc.claims.length) box.appendChild(node('p', 'muted', 'no check-worthy claims'));
+    doc.claims.forEach(function(c){ box.appendChild(claim(c)); });
+    if (doc.omitted) {
+      var note = node('p', 'muted left-out', doc.omitted + ' more claim(s) of this document are not in this file: ');
+      note.appendChild(node('code', null, doc.more[0])); text(note, ' (or the edits: ');
+      note.appendChild(node('code', null, doc.more[1])); text(note, ')'); box.appendChild(note);
+    }
+    section.setAttribute('data-filled', '1');
+  }
+  var sections = Array.prototype.slice.call(document.querySelectorAll('details.doc-claims'));
+  sections.forEach(function(s){ s.addEventListener('toggle', function(){ if (s.open) fill(s); }); });
+  function reveal(){
+    var id = decodeURIComponent(location.hash.slice(1));
+    if (id === 'all') { sections.forEach(function(s){ fill(s); s.open = true; }); return; }
+    var t = id && document.getElementById(id);
+    if (t && t.classList.contains('doc-claims')) { fill(t); t.open = true; return; }
+    if (data && id.indexOf('claim-') === 0) {  // a claim: open its document, then the claim
+      var cid = id.slice(6);
+      data.docs.forEach(function(doc, i){
+        if (!doc.claims.some(function(c){ return c[0] === cid; })) return;
+        fill(sections[i]); sections[i].open = true;
+        var c = document.getElementById(id);
+        if (c) { c.open = true; c.scrollIntoView(); }
+      });
+    }
+  }
+  window.addEventListener('hashchange', reveal);
   document.querySelectorAll('.filters button[data-label]').forEach(function(b){
     b.addEventListener('click', function(){
       var l = b.getAttribute('data-label'); off[l] = !off[l]; b.classList.toggle('off', off[l]);
@@ -144,10 +255,24 @@ JS = """
   var all = document.getElementById('expand-all');
   if (all) all.addEventListener('click', function(){
     var open = all.getAttribute('data-open') !== '1';
+    sections.forEach(function(s){ if (open) fill(s); s.open = open; });
     document.querySelectorAll('details.claim').forEach(function(d){ d.open = open; });
     all.setAttribute('data-open', open ? '1' : '0'); all.textContent = open ? 'collapse all' : 'expand all';
   });
-  document.body.setAttribute('data-ready', '1');
+  var packed = document.getElementById('report-data');
+  try {
+    var raw = atob(packed.textContent.trim()), bytes = new Uint8Array(raw.length);
+    for (var i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    new Response(stream).text().then(function(json){
+      data = JSON.parse(json);
+      sections.forEach(function(s){ if (s.open) fill(s); });
+      reveal();
+      body.setAttribute('data-ready', '1');
+    }).catch(function(err){ body.setAttribute('data-error', String(err)); });
+  } catch (err) {
+    body.setAttribute('data-error', String(err));
+  }
 })();
 """
 
@@ -163,42 +288,116 @@ def _score(score) -> str:
     return f'<span class="score"><i style="width:{max(0.0, min(s, 1.0)) * 100:.0f}%"></i></span>{s:.2f}'
 
 
-def _claim_html(c: dict, evidence: list[dict], edits: list[dict]) -> str:
-    label = c["label"] or "unchecked"
-    parts = [
-        f'<details class="claim" id="claim-{esc(c["claim_id"])}" data-label="{esc(label)}">',
-        f"<summary>{_badge(c['label'])} {esc(c['source_text'])}</summary>",
-        '<div class="body">',
-    ]
-    if c["text"] != c["source_text"]:
-        parts.append(f'<div class="muted">checked as: {esc(c["text"])}</div>')
-    if c["label"]:
-        conf = f"{float(c['confidence']):.2f}" if c.get("confidence") is not None else "n/a"
-        parts.append(f'<div class="verdict">{esc(c["tier"])} tier, confidence {conf}: {esc(c["rationale"])}</div>')
-    if c.get("gap_type"):
-        parts.append(
-            f'<div class="gap">gap: {esc(c["gap_type"])} ({esc(c.get("gap_severity") or "n/a")})'
-            f"{': ' + esc(c['action']) if c.get('action') else ''}</div>"
-        )
+def _segments(raw: str):
+    """A span as JSON: its plain text, or runs of [text, 1 if code else 0]."""
+    runs = segments(raw or "")
+    if all(not code for _, code in runs):
+        return "".join(text for text, _ in runs)
+    return [[text, int(code)] for text, code in runs]
+
+
+def _sql(query: str, out: str) -> str:
+    """The `kbaudit sql` command line for a query (double-quoted when that needs no escapes)."""
+    quoted = f'"{query}"' if not re.search(r'["$`\\!]', query) else shlex.quote(query)
+    return f"kbaudit sql {quoted} --out {shlex.quote(out)}"
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class _Passages:
+    """Passages stored once, however many claims retrieved them."""
+
+    def __init__(self):
+        self.index: dict[str, int] = {}
+        self.texts: list[str] = []
+
+    def add(self, text: str) -> int:
+        if text not in self.index:
+            self.index[text] = len(self.texts)
+            self.texts.append(text)
+        return self.index[text]
+
+
+def _claim_data(c: dict, evidence: list[dict], edits: list[dict], passages: _Passages) -> list:
+    shown = _segments(c["source_text"])
+    checked_as = c["text"] if c["text"] != (shown if isinstance(shown, str) else plain(c["source_text"] or "")) else None
     decided = set(c.get("evidence_ids") or [])
+    ev = []
     for e in evidence:
-        used = " (decided on)" if e["evidence_id"] in decided else ""
         date = e["source_date"].isoformat() if hasattr(e.get("source_date"), "isoformat") else (e.get("source_date") or "undated")
-        parts.append(
-            f'<div class="evidence" data-rank="{int(e["rank"])}"><div class="src">#{int(e["rank"])} '
-            f"<b>{esc(e['source_id'])}</b>, {esc(date)}, score {float(e['score_fused'] or 0):.3f}{esc(used)}</div>"
-            f'<div class="passage">{highlight(e["passage"] or "", e["sentence"] or "")}</div></div>'
+        passage, sentence = e["passage"] or "", e["sentence"] or ""
+        at = passage.find(sentence) if sentence else -1
+        ev.append(
+            [
+                int(e["rank"]),
+                e["source_id"],
+                str(date),
+                round(float(e["score_fused"] or 0), 3),
+                int(e["evidence_id"] in decided),
+                passages.add(passage),
+                at,
+                len(sentence) if at >= 0 else sentence,
+            ]
         )
-    if c["label"] and not evidence:
-        parts.append('<div class="muted">no evidence retrieved</div>')
-    for ed in edits:
-        parts.append(
-            f'<div class="edit">proposed edit <span class="badge">{esc(ed["status"])}</span> '
-            f'risk {esc(ed["risk"])}: <span class="muted">{esc(ed["reason"])}</span>'
-            f'<div class="diff">{word_diff(ed["old_text"] or "", ed["new_text"] or "")}</div></div>'
-        )
-    parts.append("</div></details>")
-    return "".join(parts)
+    more = max(0, int(evidence[0]["passages"]) - len(evidence)) if evidence else 0
+    gap = [c["gap_type"], c.get("gap_severity"), c.get("action")] if c.get("gap_type") else 0
+    conf = f"{float(c['confidence']):.2f}" if c.get("confidence") is not None else "n/a"
+    fixes = [[ed["status"], ed["risk"], ed["reason"], diff_runs(ed["old_text"] or "", ed["new_text"] or "")] for ed in edits]
+    return [c["claim_id"], c["label"], shown, checked_as, c["tier"], conf, c["rationale"], gap, ev, fixes, more]
+
+
+def _drilldown(store: Store, run_id: str, docs: list[dict], claims_by_doc: dict[str, list[dict]]) -> tuple[str, dict]:
+    """The drill-down data of every document (gzip + base64 of its JSON) and how much was left out."""
+    evidence_by_claim: dict[str, list[dict]] = defaultdict(list)
+    for e in q.evidence(store, run_id, per_claim=MAX_EVIDENCE, per_supported=1):
+        evidence_by_claim[e["claim_id"]].append(e)
+    edits_by_claim: dict[str, list[dict]] = defaultdict(list)
+    for ed in q.edits(store, run_id):
+        edits_by_claim[ed["claim_id"]].append(ed)
+    out = str(store.root)
+    passages = _Passages()
+    entries = []
+    left_out = {"claims": 0, "documents": 0}
+    # findings first, then in the pages' order: at most MAX_CLAIMS_PER_DOC a document, MAX_CLAIMS in all
+    ranked = []
+    for n, d in enumerate(docs):
+        worthy = [c for c in claims_by_doc.get(d["doc_id"], []) if c["checkworthy"]]
+        order = sorted(range(len(worthy)), key=lambda i: (LABEL_ORDER.get(worthy[i]["label"], 4), i))
+        ranked += [(LABEL_ORDER.get(worthy[i]["label"], 4), n, i) for i in order[:MAX_CLAIMS_PER_DOC]]
+    keep = {(n, i) for _, n, i in sorted(ranked)[:MAX_CLAIMS]}
+    for n, d in enumerate(docs):
+        worthy = [c for c in claims_by_doc.get(d["doc_id"], []) if c["checkworthy"]]
+        kept = [c for i, c in enumerate(worthy) if (n, i) in keep]
+        entry: dict = {
+            "claims": [
+                _claim_data(c, evidence_by_claim.get(c["claim_id"], []), edits_by_claim.get(c["claim_id"], []), passages) for c in kept
+            ]
+        }
+        if len(kept) < len(worthy):
+            left_out["claims"] += len(worthy) - len(kept)
+            left_out["documents"] += 1
+            entry["omitted"] = len(worthy) - len(kept)
+            entry["more"] = [
+                _sql(
+                    "SELECT c.start, v.label, c.source_text, v.rationale FROM claims_history c JOIN verdicts v "
+                    f"ON v.claim_id = c.claim_id AND v.run_id = c.run_id WHERE c.run_id = {_quote(run_id)} "
+                    f"AND c.doc_id = {_quote(d['doc_id'])} AND c.checkworthy ORDER BY c.start",
+                    out,
+                ),
+                f"kbaudit review serve --out {shlex.quote(out)}",
+            ]
+        entries.append(entry)
+    data = {
+        "docs": entries,
+        "passages": passages.texts,
+        "evidence_sql": _sql(
+            f"SELECT * FROM evidence WHERE run_id <= {_quote(run_id)} AND claim_id = 'CLAIM' ORDER BY run_id DESC, rank", out
+        ),
+    }
+    packed = gzip.compress(json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8"), 9, mtime=0)
+    return base64.b64encode(packed).decode("ascii"), left_out
 
 
 def render(store: Store, run_id: str | None = None) -> str:
@@ -207,12 +406,6 @@ def render(store: Store, run_id: str | None = None) -> str:
     run = q.run_row(store, run_id)
     docs = q.documents(store, run_id)
     claims = q.claims(store, run_id)
-    evidence_by_claim: dict[str, list[dict]] = defaultdict(list)
-    for e in q.evidence(store, run_id):
-        evidence_by_claim[e["claim_id"]].append(e)
-    edits_by_claim: dict[str, list[dict]] = defaultdict(list)
-    for ed in q.edits(store, run_id):
-        edits_by_claim[ed["claim_id"]].append(ed)
     changes = q.changes(store, run_id)
     counts = q.change_counts(changes)
     trend = q.label_trend(store, until=run_id)
@@ -261,6 +454,11 @@ def render(store: Store, run_id: str | None = None) -> str:
         + "".join(f"<th>{label}</th>" for label in q.LABELS)
         + "</tr></thead><tbody>",
     ]
+    if len(docs) > MAX_DOCUMENTS:  # the lowest scores, in the table's order
+        lowest = {d["doc_id"] for d in sorted(docs, key=lambda d: float(d["score"] or 0))[:MAX_DOCUMENTS]}
+        hidden, docs = len(docs) - MAX_DOCUMENTS, [d for d in docs if d["doc_id"] in lowest]
+    else:
+        hidden = 0
     for d in docs:
         out.append(
             f'<tr class="doc" data-doc="{esc(d["doc_id"])}" data-status="{esc(d["status"])}">'
@@ -271,6 +469,12 @@ def render(store: Store, run_id: str | None = None) -> str:
             + "</tr>"
         )
     out.append("</tbody></table>")
+    if hidden:
+        every = _sql(f"SELECT * FROM documents_history WHERE run_id = {_quote(run_id)} ORDER BY score", str(store.root))
+        out.append(
+            f'<p class="muted" id="documents-left-out">{hidden} more document(s), with higher scores, are not in this file '
+            f"(at most {MAX_DOCUMENTS}, lowest score first): <code>{esc(every)}</code></p>"
+        )
     pages = q.pages_due(store, run_id)
     out.append("<h2>Pages due for review</h2>")
     if pages:
@@ -287,33 +491,45 @@ def render(store: Store, run_id: str | None = None) -> str:
         out.append("</tbody></table>")
     else:
         out.append('<p class="muted" id="pages-due">none</p>')
+    packed, left_out = _drilldown(store, run_id, docs, claims_by_doc)
     out.append(
         '<h2>Claims</h2><div class="filters">'
         + "".join(f'<button type="button" data-label="{label}">{label}</button>' for label in q.LABELS)
         + '<button type="button" id="expand-all">expand all</button></div>'
+        '<noscript><p class="muted">The claims, their evidence and the proposed edits are shown with JavaScript; '
+        f"without it: <code>{esc(_sql('SELECT * FROM claims', str(store.root)))}</code>.</p></noscript>"
     )
-    for d in docs:
-        doc_claims = [c for c in claims_by_doc.get(d["doc_id"], []) if c["checkworthy"]]
+    if left_out["claims"]:
         out.append(
-            f'<section class="doc-claims" id="{anchor(d["doc_id"])}"><h3>{esc(d["doc_id"])} '
-            f'<span class="muted">{esc(d["title"])}</span> {_badge(d["status"], "s")}</h3>'
+            f'<p class="muted" id="left-out">{left_out["claims"]} claim(s) of {left_out["documents"]} document(s) are not in this '
+            f"file (at most {MAX_CLAIMS_PER_DOC} a document and {MAX_CLAIMS} in all, findings first; {MAX_EVIDENCE} "
+            "passages a finding, one a supported claim): each such document names the command that lists the rest.</p>"
         )
-        if not doc_claims:
-            out.append('<p class="muted">no check-worthy claims</p>')
-        for c in doc_claims:
-            out.append(_claim_html(c, evidence_by_claim.get(c["claim_id"], []), edits_by_claim.get(c["claim_id"], [])))
-        out.append("</section>")
+    for i, d in enumerate(docs):
+        worthy = sum(1 for c in claims_by_doc.get(d["doc_id"], []) if c["checkworthy"])
+        out.append(
+            f'<details class="doc-claims" id="{anchor(d["doc_id"])}" data-doc-index="{i}"><summary><h3>{esc(d["doc_id"])} '
+            f'<span class="muted">{esc(d["title"])}</span> {_badge(d["status"], "s")} '
+            f'<span class="muted">{worthy} check-worthy claim(s)</span></h3></summary><div class="claims"></div></details>'
+        )
     if changes:
         out.append(
             '<h2>What changed</h2><table id="change-list"><thead><tr><th>change</th><th>document</th>'
             "<th>before</th><th>now</th><th>claim</th></tr></thead><tbody>"
         )
-        for ch in changes:
+        for ch in changes[:MAX_CHANGES]:
             out.append(
                 f"<tr><td>{esc(ch['change'])}</td><td>{esc(ch['doc_id'])}</td><td>{esc(ch['previous_label'] or '')}</td>"
                 f"<td>{esc(ch['label'] or 'removed')}</td><td>{esc(ch['claim_text'])}</td></tr>"
             )
         out.append("</tbody></table>")
+        if len(changes) > MAX_CHANGES:
+            previous = q.previous_run(store, run_id)
+            every = _sql(f"SELECT * FROM claim_changes({_quote(run_id)}, {_quote(previous) if previous else 'NULL'})", str(store.root))
+            out.append(
+                f'<p class="muted" id="changes-left-out">{len(changes) - MAX_CHANGES} more change(s) are not in this file '
+                f"(the first {MAX_CHANGES} are): <code>{esc(every)}</code></p>"
+            )
     out.append("<h2>Ingest errors</h2>")
     if errors:
         out.append('<table id="ingest-errors"><thead><tr><th>path</th><th>stage</th><th>error</th></tr></thead><tbody>')
@@ -321,5 +537,6 @@ def render(store: Store, run_id: str | None = None) -> str:
         out.append("</tbody></table>")
     else:
         out.append('<p class="muted" id="ingest-errors">none</p>')
+    out.append(f'<div id="report-data" data-encoding="gzip+base64" hidden>{packed}</div>')
     out.append(f"<script>{JS}</script></main></body></html>")
     return "\n".join(out)

@@ -107,14 +107,28 @@ def claims(store: Store, run_id: str) -> list[dict]:
     return rows(store, f"SELECT * FROM ({_AS_OF_SQL}) ORDER BY doc_id, start, claim_id", [run_id, run_id])
 
 
-def evidence(store: Store, run_id: str) -> list[dict]:
-    """The evidence each claim's verdict was decided on, best rank first."""
+def evidence(store: Store, run_id: str, per_claim: int | None = None, per_supported: int | None = None) -> list[dict]:
+    """The evidence each claim's verdict was decided on, best rank first. ``per_claim``: only the
+    best that many of each claim (``per_supported``: of each supported claim), with the columns
+    the report shows and ``passages``, how many the claim has in all."""
+    if per_claim is None:
+        return rows(
+            store,
+            f"""WITH a AS ({_AS_OF_SQL})
+                SELECT e.* FROM evidence e JOIN a ON e.claim_id = a.claim_id AND e.run_id = a.verdict_run
+                ORDER BY e.claim_id, e.rank""",
+            [run_id, run_id],
+        )
     return rows(
         store,
         f"""WITH a AS ({_AS_OF_SQL})
-            SELECT e.* FROM evidence e JOIN a ON e.claim_id = a.claim_id AND e.run_id = a.verdict_run
+            SELECT e.claim_id, e.evidence_id, e.rank, e.source_id, e.source_date, e.score_fused, e.passage, e.sentence,
+                   count(*) OVER (PARTITION BY e.claim_id) AS passages
+            FROM evidence e JOIN a ON e.claim_id = a.claim_id AND e.run_id = a.verdict_run
+            QUALIFY row_number() OVER (PARTITION BY e.claim_id ORDER BY e.rank)
+                    <= CASE WHEN a.label = 'supported' THEN coalesce(?, ?) ELSE ? END
             ORDER BY e.claim_id, e.rank""",
-        [run_id, run_id],
+        [run_id, run_id, per_supported, per_claim, per_claim],
     )
 
 

@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, urlencode
 import duckdb
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup, escape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -38,9 +39,11 @@ from kb.errors import ConfigError, StoreError, StoreLocked
 from kb.evidence.receipts import verify_stored_evidence
 from kb.store import Store
 from kb.store.remote import open_for_reading, resolve_out, writing
+from kb.verify.policy import AGED_ACTION, REMOVED_ACTION
 from reports.export import document_text
-from reports.html import highlight, word_diff
+from reports.html import highlight
 from reports.queries import rows
+from reports.textdiff import rich, text_diff
 
 TOKEN_ENV = "KBAUDIT_REVIEW_TOKEN"
 AUTH_COOKIE, CSRF_COOKIE, REVIEWER_COOKIE = "kbaudit_auth", "kbaudit_csrf", "kbaudit_reviewer"
@@ -48,11 +51,28 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
-FACETS = ("owner", "risk", "label", "doc", "source", "age")
+FACETS = ("kind", "owner", "risk", "label", "doc", "source", "age")
 AGES = (1, 7, 30, 90)  # "waiting at least N days"
 SORTS = {"risk": "riskiest first", "age": "oldest first", "doc": "by document", "score": "highest risk score"}
 FLASH = {"approved": "Approved", "rejected": "Rejected", "bulk-approved": "Approved", "bulk-rejected": "Rejected"}
 RISK_ORDER = {"high": 0, "medium": 1, "low": 2}
+PAGE_SIZE = 100  # edits a queue page lists
+FACET_SHOWN = 20  # values a facet lists before "more"
+# What a reviewer decides differs by finding: a value to replace, a sentence to delete because its
+# fact is gone from the sources, a claim the newest source still states but that is past its
+# freshness window (re-confirm it, usually: reject the edit), a sentence to rewrite by hand.
+KINDS = {"changed": "value changed", "removed": "removed", "still-true": "still true", "rewrite": "needs rewrite"}
+KIND_HELP = {
+    "changed": "the newest source gives another value: the edit replaces it",
+    "removed": "the newest sources no longer state this fact: the edit deletes the sentence",
+    "still-true": "the newest source still states it, but is older than the claim's freshness window: re-confirm it",
+    "rewrite": "no single value to replace: rewrite the sentence from the evidence, or reject",
+}
+KIND_SQL = f"""CASE WHEN q.method = 'delete' OR starts_with(coalesce(v.action, ''), '{REMOVED_ACTION}') THEN 'removed'
+                    WHEN coalesce(v.action, '') = '{AGED_ACTION}' THEN 'still-true'
+                    WHEN q.state = 'needs_rewrite' OR q.old_text = q.new_text THEN 'rewrite'
+                    ELSE 'changed' END"""
+GROUPS = {"doc": ("doc_id", "page"), "kind": ("kind", "finding kind")}
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
 
 
@@ -63,6 +83,11 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:  # a host name other than localhost may resolve anywhere
         return False
+
+
+def breakable(name: str) -> Markup:
+    """A path, escaped, that may wrap after its separators but not inside a word."""
+    return Markup(re.sub(r"([/_-])", r"\1<wbr>", str(escape(name))))
 
 
 def _digest(secret: bytes, value: str) -> str:
@@ -86,6 +111,8 @@ class ReviewApp:
         self.templates = Environment(
             loader=PackageLoader("review_app", "templates"), autoescape=select_autoescape(default=True, default_for_string=True)
         )
+        self.templates.filters["breakable"] = breakable
+        self.templates.filters["rich"] = lambda raw: Markup(rich(raw or ""))
 
     # ---- store access ----------------------------------------------------------------------
     @contextmanager
@@ -144,14 +171,23 @@ class ReviewApp:
         return HTMLResponse(page, status_code=status)
 
     def _queue_frame(self, store: Store) -> pd.DataFrame:
-        frame = review.queue(store)
-        tokens = store.query(f"SELECT edit_id, {review.STATE_TOKEN_SQL} AS token FROM edit_state")
-        first = store.query("SELECT edit_id, min(happened_at) AS first_seen FROM edit_history WHERE origin = 'run' GROUP BY 1")
-        frame = frame.merge(tokens, on="edit_id", how="left").merge(first, on="edit_id", how="left")
+        """The queue in `kbaudit review list` order, one query: what the list page needs of each edit."""
+        if not store.run_ids():
+            raise ConfigError(f"no completed run in {store.root} (run `kbaudit run` first)")
+        frame = store.query(
+            f"""SELECT q.edit_id, q.doc_id, q.title, q.owner, q.risk, q.risk_score, q.start, q.state, q.old_text,
+                       q.new_text, coalesce(q.label_before, '(none)') AS label, q.evidence_source, q.token,
+                       f.first_seen, {KIND_SQL} AS kind
+                FROM (SELECT *, {review.STATE_TOKEN_SQL} AS token FROM review_queue) q
+                LEFT JOIN (SELECT edit_id, min(happened_at) AS first_seen FROM edit_history WHERE origin = 'run' GROUP BY 1) f
+                       ON f.edit_id = q.edit_id
+                LEFT JOIN verdicts v ON v.run_id = q.run_id AND v.claim_id = q.claim_id
+                ORDER BY {review.QUEUE_ORDER_SQL}"""
+        )
         now = pd.Timestamp.now(tz="UTC")
-        frame["age_days"] = [int((now - pd.Timestamp(t)).days) if pd.notna(t) else 0 for t in frame.first_seen]
+        seen = pd.to_datetime(frame.first_seen, utc=True)
+        frame["age_days"] = (now - seen).dt.days.fillna(0).astype(int)
         frame["source"] = [str(s).split("@", 1)[0] if isinstance(s, str) else "(none)" for s in frame.evidence_source]
-        frame["label"] = frame.label_before.fillna("(none)")
         frame["owner"] = frame.owner.fillna("(no owner)")
         frame["doc"] = frame.doc_id
         return frame
@@ -172,6 +208,8 @@ class ReviewApp:
         if filters["age"] and not filters["age"].isdigit():
             filters["age"] = ""
         sort = params.get("sort") if params.get("sort") in SORTS else "risk"
+        group = params.get("group") if params.get("group") in GROUPS else ""
+        page = int(params["page"]) if str(params.get("page") or "").isdigit() and int(params["page"]) > 0 else 1
         with self.reading() as store:
             frame = self._queue_frame(store)
             accepted = store.query(
@@ -182,33 +220,59 @@ class ReviewApp:
             rest = self._filtered(frame, filters, skip=facet)
             if facet == "age":
                 counts[facet] = [(str(a), f"waiting {a}+ days", int((rest.age_days >= a).sum())) for a in AGES]
+            elif facet == "kind":
+                values = rest.kind.value_counts()
+                counts[facet] = [(k, KINDS[k], int(values[k])) for k in KINDS if k in values]
             else:
                 values = rest[facet].value_counts().sort_index() if not rest.empty else pd.Series(dtype=int)
                 counts[facet] = [(str(v), str(v), int(n)) for v, n in values.items()]
         shown = self._filtered(frame, filters)
         if sort == "age":
-            shown = shown.sort_values(["age_days", "doc_id", "start"], ascending=[False, True, True])
+            shown = shown.sort_values(["age_days", "doc_id", "start"], ascending=[False, True, True], kind="stable")
         elif sort == "doc":
-            shown = shown.sort_values(["doc_id", "start"])
+            shown = shown.sort_values(["doc_id", "start"], kind="stable")
         elif sort == "score":
-            shown = shown.sort_values(["risk_score", "doc_id"], ascending=[False, True])
-        items = shown.astype(object).where(shown.notna(), None).to_dict(orient="records")
+            shown = shown.sort_values(["risk_score", "doc_id"], ascending=[False, True], kind="stable")
+        groups: dict[str, int] = {}
+        if group:
+            key = shown.doc_id if group == "doc" else shown.kind.map(list(KINDS).index)
+            shown = shown.assign(_group=key).sort_values("_group", kind="stable").drop(columns="_group")
+            groups = {str(k): int(n) for k, n in shown[GROUPS[group][0]].value_counts().items()}
+        pages = max(1, -(-len(shown) // PAGE_SIZE))
+        page = min(page, pages)
+        first = (page - 1) * PAGE_SIZE
+        window = shown.iloc[first : first + PAGE_SIZE]
+        items = window.astype(object).where(window.notna(), None).to_dict(orient="records")
+        previous = None
         for item in items:
-            item["diff_html"] = word_diff(item["old_text"] or "", item["new_text"] or "")
+            item["diff_html"] = text_diff(item["old_text"] or "", item["new_text"] or "")
+            item["kind_text"] = KINDS[item["kind"]]
+            value = str(item[GROUPS[group][0]]) if group else ""
+            item["group_head"] = (value, KINDS.get(value, value), groups.get(value, 0)) if group and value != previous else None
+            previous = value
         active = {k: v for k, v in filters.items() if v}
+        view = {**active, **({"sort": sort} if sort != "risk" else {}), **({"group": group} if group else {})}
 
-        def link(**change) -> str:
-            query = {**active, "sort": sort, **change}
-            return "/?" + urlencode({k: v for k, v in query.items() if v and not (k == "sort" and v == "risk")})
+        def link(**change) -> str:  # the view with one thing changed, on its first page unless `page` is given
+            query = {**view, **change}
+            return "/?" + urlencode({k: v for k, v in query.items() if v and v != 1 and not (k == "sort" and v == "risk")})
 
         return {
             "items": items,
+            "edit_ids": shown.edit_id.tolist(),
+            "shown": len(shown),
             "total": len(frame),
             "filters": filters,
             "active": active,
             "counts": counts,
             "sort": sort,
             "sorts": SORTS,
+            "group": group,
+            "groups": GROUPS,
+            "page": page,
+            "pages": pages,
+            "first": first + 1 if items else 0,
+            "last": first + len(items),
             "link": link,
             "accepted": int(accepted),
             "query": urlencode(active),
@@ -276,8 +340,8 @@ class ReviewApp:
             evidence=evidence,
             paragraph=paragraph,
             doc=doc,
-            diff_html=word_diff(row["old_text"] or "", row["new_text"] or ""),
-            draft_diff_html=word_diff(row["old_text"] or "", row.get("drafted_text") or ""),
+            diff_html=text_diff(row["old_text"] or "", row["new_text"] or ""),
+            draft_diff_html=text_diff(row["old_text"] or "", row.get("drafted_text") or ""),
             next_id=later[0] if later else None,
             query=query,
             decidable=row["state"] in review.REJECTABLE,
@@ -303,7 +367,7 @@ def create_app(
 
     async def queue_page(request: Request):
         data = await run_in_threadpool(ra.queue_data, request.query_params)
-        return ra.render(request, "queue.html", flash=flash_of(request.query_params), **data)
+        return ra.render(request, "queue.html", flash=flash_of(request.query_params), facet_shown=FACET_SHOWN, kind_help=KIND_HELP, **data)
 
     async def edit_page(request: Request):
         data = await run_in_threadpool(ra.edit_data, request.path_params["edit_id"], request.query_params.get("back", ""))

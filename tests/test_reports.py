@@ -21,7 +21,7 @@ from kb.records import Claim, Edit, Verdict
 from kb.store import Store, new_run_id
 from reports import queries as q
 from reports.html import highlight, render, word_diff
-from tests.conftest import DEMO_TODAY
+from tests.conftest import DEMO_TODAY, store_sql
 
 CHROMIUM = Path("/usr/bin/chromium")
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "reports.md"
@@ -241,7 +241,7 @@ def demo(prefect_harness, tmp_path_factory):
     return shared_demo_store(tmp_path_factory)
 
 
-def _dump_dom(html_file: Path, tmp_path: Path, screenshot: Path | None = None) -> str:
+def _dump_dom(html_file: Path, tmp_path: Path, screenshot: Path | None = None, fragment: str = "") -> str:
     flags = [
         str(CHROMIUM),
         "--headless",
@@ -258,7 +258,7 @@ def _dump_dom(html_file: Path, tmp_path: Path, screenshot: Path | None = None) -
             timeout=90,
             check=True,
         )
-    result = subprocess.run(flags + ["--dump-dom", html_file.as_uri()], capture_output=True, text=True, timeout=90, check=True)
+    result = subprocess.run(flags + ["--dump-dom", html_file.as_uri() + fragment], capture_output=True, text=True, timeout=90, check=True)
     return result.stdout
 
 
@@ -307,7 +307,7 @@ def test_html_report_renders_in_headless_chromium(demo, tmp_path):
     html_file = tmp_path / "report.html"
     assert main(["report", "--out", str(demo["out"]), "--html", str(html_file)]) == 0
     shot = tmp_path / "report.png"
-    dom = _dump_dom(html_file, tmp_path, screenshot=shot)
+    dom = _dump_dom(html_file, tmp_path, screenshot=shot, fragment="#all")  # "#all": every document's claims open
     assert shot.stat().st_size > 10_000  # a real picture, kept with the test's tmp_path
     run = demo["second"]
     assert 'data-ready="1"' in dom  # our script ran
@@ -323,3 +323,110 @@ def test_html_report_renders_in_headless_chromium(demo, tmp_path):
     assert "&lt;script&gt;document.title='pwned'&lt;/script&gt; Injected" in dom  # shown as text
     assert "<img src=x" not in dom and "&lt;img src=x" in dom
     assert dom.count("<script>") == 1
+
+
+# ---- at scale: a synthesised run through the real store and report code ----------------------
+def _report_data(page: str) -> dict:
+    import base64
+    import gzip
+
+    packed = re.search(r'<div id="report-data" data-encoding="gzip\+base64" hidden>([A-Za-z0-9+/=]*)</div>', page)
+    assert packed, "the drill-down data is in the page"
+    return json.loads(gzip.decompress(base64.b64decode(packed.group(1))))
+
+
+@pytest.fixture(scope="module")
+def scale_store(tmp_path_factory):
+    from bench.synthetic import build_store
+
+    out = tmp_path_factory.mktemp("report-scale") / "out"
+    counts = build_store(out, claims=5000)
+    return Store(out), counts
+
+
+def test_the_report_of_5000_claims_is_under_2_mb_and_holds_every_claim(scale_store):
+    store, counts = scale_store
+    page = render(store)
+    assert len(page.encode("utf-8")) <= 2_000_000
+    assert page.count("<script>") == 1 and page.count('<details class="doc-claims"') == counts["documents"]
+    data = _report_data(page)
+    claims = [c for doc in data["docs"] for c in doc["claims"]]
+    assert len(data["docs"]) == counts["documents"] and len(claims) == counts["checkworthy"]
+    assert not any("omitted" in doc for doc in data["docs"]) and 'id="left-out"' not in page
+    # Passages are stored once; a finding keeps its best three, a supported claim its best one.
+    assert len(data["passages"]) == len(set(data["passages"]))
+    for c in claims:
+        assert len(c[8]) == (1 if c[1] == "supported" else 3) and c[10] == 5 - len(c[8])
+        for e in c[8]:
+            assert 0 <= e[6] < e[6] + e[7] <= len(data["passages"][e[5]])  # the aligned sentence, highlighted
+    # Inline code reaches the page as code runs of plain text, never as markup.
+    coded = [c for c in claims if not isinstance(c[2], str)]
+    assert coded and all("<code>" not in text and "`" not in text for c in coded for text, _ in c[2])
+
+
+def test_what_the_report_leaves_out_it_names_the_command_for(tmp_path, monkeypatch, capsys):
+    import shlex
+
+    from bench.synthetic import build_store
+    from cli.main import main
+    from reports import html as report_html
+
+    out = tmp_path / "out"
+    build_store(out, claims=300)
+    monkeypatch.setattr(report_html, "MAX_CLAIMS_PER_DOC", 12)
+    monkeypatch.setattr(report_html, "MAX_CHANGES", 5)
+    page = render(Store(out))
+    data = _report_data(page)
+    assert 'id="left-out"' in page and 'id="changes-left-out"' in page
+    assert page.count("<tr><td>new_contradiction</td>") + page.count("<tr><td>newly_stale</td>") <= 5
+    worthy = {d: n for d, n in store_sql(out, "SELECT doc_id, count(*) FROM claims WHERE checkworthy GROUP BY 1")}
+    docs = [d["doc_id"] for d in q.documents(Store(out), q.resolve_run(Store(out), None))]  # the report's order
+    commands = 0
+    for doc_id, entry in zip(docs, data["docs"]):
+        assert len(entry["claims"]) == min(12, worthy[doc_id]) and entry.get("omitted", 0) == max(0, worthy[doc_id] - 12)
+        if "omitted" not in entry:
+            continue
+        commands += 1
+        labels = [c[1] for c in entry["claims"]]
+        if "supported" in labels:  # findings first: a supported claim is kept only when every finding is
+            assert labels.count("supported") == 12 - sum(
+                1
+                for (label,) in store_sql(
+                    out, "SELECT v.label FROM claims c JOIN verdicts v USING (claim_id) WHERE c.doc_id = ? AND c.checkworthy", [doc_id]
+                )
+                if label != "supported"
+            )
+        command = shlex.split(entry["more"][0])
+        assert command[:2] == ["kbaudit", "sql"]
+        assert main([*command[1:], "--json"]) == 0
+        listed = json.loads(capsys.readouterr().out)
+        assert len(listed) == worthy[doc_id]
+        assert entry["more"][1] == f"kbaudit review serve --out {shlex.quote(str(out))}"
+    assert commands == 3
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent: apt-get install -y chromium chromium-driver")
+def test_the_large_report_renders_its_claims_in_headless_chromium(scale_store, tmp_path):
+    store, counts = scale_store
+    html_file = tmp_path / "report.html"
+    html_file.write_text(render(store), encoding="utf-8")
+    closed = _dump_dom(html_file, tmp_path)
+    assert 'data-ready="1"' in closed and closed.count('<details class="claim"') == 0  # rendered when opened
+    dom = _dump_dom(html_file, tmp_path, fragment="#all")
+    assert 'data-ready="1"' in dom
+    assert dom.count('<details class="claim"') == counts["checkworthy"]
+    assert dom.count("<mark>") >= counts["checkworthy"]
+    assert "<code>" in dom and "&lt;code&gt;" not in dom
+    # A link to one claim opens its document and the claim.
+    claim = _report_data(html_file.read_text("utf-8"))["docs"][-1]["claims"][-1][0]
+    one = _dump_dom(html_file, tmp_path, fragment=f"#claim-{claim}")
+    assert re.search(rf'<details class="claim" id="claim-{claim}" data-label="[a-z]+" open="">', one)
+
+
+def test_bench_report_prints_the_size_and_time(tmp_path, capsys):
+    from cli.main import main
+
+    assert main(["bench", "report", "--claims", "400", "--json", str(tmp_path / "r.json")]) == 0
+    figures = json.loads((tmp_path / "r.json").read_text())
+    assert figures["claims"] == 400 and 10_000 < figures["report_bytes"] < 400_000 and figures["report_seconds"] > 0
+    assert "report_bytes" in capsys.readouterr().out

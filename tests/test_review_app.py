@@ -7,11 +7,16 @@ the test then reads the store with DuckDB and the KB files from disk. Plain HTTP
 check what a browser would not send: a POST without the CSRF token, two reviewers posting at
 once, decisions while another process holds the store's lock, and the token a server needs.
 
-KBAUDIT_SCREENSHOTS=DIR saves screenshots of the pages to DIR (docs/images for the docs).
+A second store holds 5,000 pending edits (bench/synthetic.py, written through the store's API in
+seconds): the queue pages, fits a 1,280-pixel window and shows inline code as code. A third is a
+clean audit of the demo KB, served the way a user serves it (`--out kbaudit-out`): the README's
+screenshot (docs/images/review-app.png) is taken from it, written only with
+KBAUDIT_UPDATE_SCREENSHOT=1. KBAUDIT_SCREENSHOTS=DIR saves screenshots of the other pages to DIR.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -28,6 +33,7 @@ import httpx
 import pytest
 
 from kb.config import DEMO_ROOT
+from reports.textdiff import plain
 from tests.conftest import store_sql
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,16 +55,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _serve(out: Path, *extra: str, env: dict | None = None) -> tuple[subprocess.Popen, str, Path]:
+def _serve(out: Path | str, *extra: str, env: dict | None = None, cwd: Path = ROOT) -> tuple[subprocess.Popen, str, Path]:
     port = _free_port()
     log = Path(tempfile.mkstemp(prefix="kbaudit-review-serve-", suffix=".log")[1])
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
             [sys.executable, "-m", "cli.main", "review", "serve", "--out", str(out), "--port", str(port), *extra],
-            cwd=ROOT,
+            cwd=cwd,
             stdout=fh,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), **(env or {})},
         )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
@@ -194,7 +200,6 @@ def test_queue_filters_sort_and_the_edit_page(demo, server, browser):
     browser.get(server + "/")
     assert len(_rows(browser)) == len(queued)
     assert browser.find_element(By.ID, "count").text.startswith(f"{len(queued)} of {len(queued)}")
-    _shot(browser, "review-app.png")
 
     # The HTML title and owner are text on the page; none of it ran.
     assert XSS_TITLE in browser.find_element(By.TAG_NAME, "body").text
@@ -244,12 +249,12 @@ def test_queue_filters_sort_and_the_edit_page(demo, server, browser):
     )[0]
     assert browser.find_element(By.ID, "edit-id").text == edit_id
     paragraph = browser.find_element(By.ID, "paragraph")
-    assert paragraph.find_element(By.TAG_NAME, "mark").text == old
+    assert paragraph.find_element(By.TAG_NAME, "mark").text == plain(old).strip()  # the text, not its markup
     assert old in (docs / doc_id).read_text("utf-8")
     diff = browser.find_element(By.ID, "diff")
     if old != new:
         assert diff.find_elements(By.TAG_NAME, "del") and diff.find_elements(By.TAG_NAME, "ins")
-        assert "".join(i.text for i in diff.find_elements(By.TAG_NAME, "ins")) in new
+        assert "".join(i.text for i in diff.find_elements(By.TAG_NAME, "ins")) in plain(new)
     evidence = browser.find_elements(By.CSS_SELECTOR, "article.ev")
     stored = store_sql(
         out,
@@ -505,3 +510,170 @@ def test_a_server_off_loopback_needs_a_token(demo):
     finally:
         _stop(server)
         log.unlink(missing_ok=True)
+
+
+# ---- at scale, and the README's screenshot ---------------------------------------------------
+SCALE_EDITS = 5000
+NARROW = (1280, 900)
+
+
+def _fits(driver) -> bool:
+    return driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def _whole_parts(name: str, lines: list[str]) -> bool:
+    """The lines a name wrapped into are the name, broken only after a / _ or -."""
+    at = 0
+    for line in lines:
+        if name[at : at + len(line)] != line:
+            return False
+        at += len(line)
+        if at < len(name) and name[at - 1] not in "/_-":
+            return False
+    return at == len(name)
+
+
+@pytest.fixture(scope="module")
+def big_queue(tmp_path_factory):
+    from bench.synthetic import build_store
+
+    out = tmp_path_factory.mktemp("review-scale") / "out"
+    counts = build_store(out, claims=2 * SCALE_EDITS, edits=SCALE_EDITS)
+    assert counts["edits"] == SCALE_EDITS
+    proc, base, log = _serve(out)
+    try:
+        yield out, base
+    finally:
+        _stop(proc)
+        log.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def narrow(browser):
+    browser.set_window_size(*NARROW)
+    try:
+        yield browser
+    finally:
+        browser.set_window_size(1400, 1000)
+
+
+@needs_browser
+def test_a_queue_of_5000_edits_pages_fits_1280_pixels_and_shows_code_as_code(big_queue, narrow):
+    from selenium.webdriver.common.by import By
+
+    from review_app.app import PAGE_SIZE
+
+    out, base = big_queue
+    browser = narrow
+    browser.get(base + "/")
+    assert browser.execute_script("return window.innerWidth") <= NARROW[0]
+    assert browser.find_element(By.ID, "count").text.startswith(f"{SCALE_EDITS} of {SCALE_EDITS}")
+    first = [r.get_attribute("data-edit") for r in _rows(browser)]
+    assert len(first) == PAGE_SIZE
+    assert _fits(browser), "the queue is wider than the window"
+    # Inline code is code: <code> elements in the changes, and no markup shown as text.
+    assert browser.find_elements(By.CSS_SELECTOR, "#queue td.change code")
+    changes = " ".join(td.text for td in browser.find_elements(By.CSS_SELECTOR, "#queue td.change"))
+    assert "<code>" not in changes and "</code>" not in changes and "`" not in changes
+    assert "&lt;code" not in browser.page_source
+    # Document names wrap between their parts, never inside one: each line of a name is whole.
+    names = {r[0]: r[1] for r in store_sql(out, "SELECT edit_id, doc_id FROM review_queue")}
+    for row in _rows(browser)[:20]:
+        lines = row.find_element(By.CSS_SELECTOR, "td.doc code").text.split("\n")
+        assert _whole_parts(names[row.get_attribute("data-edit")], lines), lines
+
+    # Pages: next, then the last one; every edit once across the pages seen.
+    _goes(browser, browser.find_element(By.CSS_SELECTOR, ".pager a.next").click)
+    assert "page=2" in browser.current_url
+    second = [r.get_attribute("data-edit") for r in _rows(browser)]
+    assert len(second) == PAGE_SIZE and not set(first) & set(second)
+    assert f"edits {PAGE_SIZE + 1}–{2 * PAGE_SIZE} of {SCALE_EDITS}" in browser.find_element(By.CSS_SELECTOR, ".pager").text
+    pages = -(-SCALE_EDITS // PAGE_SIZE)
+    browser.get(f"{base}/?page={pages}")
+    assert len(_rows(browser)) == SCALE_EDITS - (pages - 1) * PAGE_SIZE
+    assert not browser.find_elements(By.CSS_SELECTOR, ".pager a.next")
+
+    # Grouped by finding kind: a heading per kind; removed and still-true findings look different.
+    browser.get(base + "/")
+    _goes(browser, browser.find_element(By.CSS_SELECTOR, "a[data-group='kind']").click)
+    assert "group=kind" in browser.current_url and _fits(browser)
+    heads = browser.find_elements(By.CSS_SELECTOR, "#queue tr.group-head")
+    assert heads and "value changed" in heads[0].text
+    kinds = dict(
+        (k, n)
+        for k, n in (
+            (a.get_attribute("data-value"), int(a.find_element(By.XPATH, "following-sibling::span").text))
+            for a in browser.find_elements(By.CSS_SELECTOR, "#facet-kind a[data-value]")
+        )
+    )
+    assert set(kinds) == {"changed", "removed", "still-true", "rewrite"} and sum(kinds.values()) == SCALE_EDITS
+    colours = {}
+    for kind in ("removed", "still-true"):
+        browser.get(f"{base}/?kind={kind}")
+        rows = _rows(browser)
+        assert len(rows) == min(kinds[kind], PAGE_SIZE) and {r.get_attribute("data-kind") for r in rows} == {kind}
+        badge = rows[0].find_element(By.CSS_SELECTOR, ".kind")
+        colours[kind] = badge.value_of_css_property("background-color")
+        assert badge.text == {"removed": "removed", "still-true": "still true"}[kind]
+    assert colours["removed"] != colours["still-true"]
+    browser.get(f"{base}/?kind=removed")
+    removed = _rows(browser)[0]
+    assert removed.find_elements(By.CSS_SELECTOR, "td.change del") and not removed.find_elements(By.CSS_SELECTOR, "td.change ins")
+
+    # Grouped by page, and an edit's own page: both fit too.
+    browser.get(base + "/?group=doc&page=7")
+    assert browser.find_elements(By.CSS_SELECTOR, "#queue tr.group-head") and _fits(browser)
+    code_edit = next(e for e, old in store_sql(out, "SELECT edit_id, old_text FROM review_queue") if "<code>" in old)
+    browser.get(f"{base}/edit/{code_edit}")
+    assert browser.find_elements(By.CSS_SELECTOR, "#paragraph code, #diff code") and _fits(browser)
+    shown = browser.find_element(By.ID, "paragraph").text + browser.find_element(By.ID, "diff").text
+    assert "<code>" not in shown and "</code>" not in shown  # the text box keeps the source, markup and all
+
+
+@pytest.fixture(scope="module")
+def clean_demo(prefect_harness, tmp_path_factory):
+    """The demo KB's audit as a user runs it: `kbaudit run` in a folder, the store in ./kbaudit-out."""
+    from flows.audit import audit
+    from kb.config import Settings
+    from tests.conftest import DEMO_TODAY
+
+    base = tmp_path_factory.mktemp("review-demo")
+    settings = Settings(
+        docs=DEMO_ROOT / "docs", sources=[DEMO_ROOT / "sources"], out=base / "kbaudit-out", today=date.fromisoformat(DEMO_TODAY)
+    )
+    audit(settings)
+    proc, url, log = _serve("kbaudit-out", "--reviewer", "ann", cwd=base)
+    try:
+        yield base / "kbaudit-out", url
+    finally:
+        _stop(proc)
+        log.unlink(missing_ok=True)
+
+
+@needs_browser
+def test_the_demo_queue_fits_1280_pixels_and_is_the_readme_screenshot(clean_demo, narrow):
+    """KBAUDIT_UPDATE_SCREENSHOT=1 writes the page to docs/images/review-app.png (README, docs/review.md)."""
+    from selenium.webdriver.common.by import By
+
+    out, base = clean_demo
+    browser = narrow
+    browser.get(base + "/")
+    queued = store_sql(out, "SELECT count(*) FROM review_queue")[0][0]
+    assert len(_rows(browser)) == queued > 10
+    assert _fits(browser)
+    assert browser.find_element(By.CSS_SELECTOR, "header .store").text == "kbaudit-out"
+    assert "pytest" not in browser.find_element(By.TAG_NAME, "body").text
+    browser.get(base + "/?group=doc")
+    assert _fits(browser)
+    browser.get(base + "/")
+    if os.environ.get("KBAUDIT_UPDATE_SCREENSHOT") == "1":
+        browser.save_screenshot(str(ROOT / "docs" / "images" / "review-app.png"))
+
+
+def test_bench_review_prints_the_first_page_time(tmp_path, capsys):
+    from cli.main import main
+
+    assert main(["bench", "review", "--edits", "250", "--json", str(tmp_path / "r.json")]) == 0
+    figures = json.loads((tmp_path / "r.json").read_text())
+    assert figures["edits"] == 250 and 0 < figures["first_page_seconds"] < 30 and figures["page_bytes"] > 10_000
+    assert "first_page_seconds" in capsys.readouterr().out

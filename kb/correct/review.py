@@ -56,6 +56,8 @@ TMP_SUFFIX = ".kbaudit-tmp"
 # An edit's newest step as one string: a decision made against a page showing an older step is
 # refused (`expected=` in `decide`), so two reviewers deciding at once cannot both win silently.
 STATE_TOKEN_SQL = "state || '|' || coalesce(CAST(epoch_us(state_at) AS VARCHAR), '') || '|' || run_id"
+# The queue's order: riskiest first (`queue`, `kbaudit review list`, the review app).
+QUEUE_ORDER_SQL = "CASE risk WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END, risk_score DESC, doc_id, start"
 
 
 class DecisionConflict(ConfigError):
@@ -89,7 +91,7 @@ def queue(store: Store, risk: str | None = None, doc: str | None = None) -> pd.D
     if doc:
         sql += " AND doc_id = ?"
         params.append(doc)
-    sql += " ORDER BY CASE risk WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END, risk_score DESC, doc_id, start"
+    sql += " ORDER BY " + QUEUE_ORDER_SQL
     return _query(store, sql, params)
 
 

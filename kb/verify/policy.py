@@ -65,6 +65,8 @@ UNDECIDABLE_TYPES = ("speculative", "normative")
 # fact did not change there, whatever a model reads into another sentence.
 STATED_AS_WRITTEN_CONFIDENCE = 0.95
 REMOVED_ACTION = "removed in"  # a stale verdict's action that starts so: the fact is gone, not changed
+# a stale verdict's action when the newest source still states the claim but is past its window
+AGED_ACTION = "add a fresher source or re-confirm the claim"
 
 
 def underspecified(text: str) -> bool:
@@ -276,7 +278,7 @@ def decide(
                     rationale=f"time-sensitive claim; the newest supporting source ({sid_new}) was last known "
                     f"current on {as_of[sid_new].isoformat()}, {age} days ago, window {window} days",
                     gap_type="systemic", gap_severity=_severity(claim, "stale"),
-                    action="add a fresher source or re-confirm the claim",
+                    action=AGED_ACTION,
                     evidence_sentence=e.sentence,
                 )  # fmt: skip
         return Verdict(
