@@ -134,7 +134,7 @@ th,td{border-bottom:1px solid #e5e5e5;padding:5px 8px;text-align:left;vertical-a
 th{background:#f0f0f0;font-weight:600}
 .badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;color:#fff;background:#777}
 .l-supported{background:#2e7d32}.l-contradicted{background:#c62828}.l-stale{background:#ef6c00}.l-uncertain{background:#6d6d6d}
-.s-VERIFIED{background:#2e7d32}.s-CORRECTED{background:#1565c0}.s-PARTIAL{background:#ef6c00}
+.s-VERIFIED{background:#2e7d32}.s-CORRECTED,.s-CORRECTABLE{background:#1565c0}.s-EDITS_ACCEPTED{background:#00838f}.s-PARTIAL{background:#ef6c00}
 .s-UNCERTAIN{background:#6d6d6d}.s-FAILED{background:#c62828}.s-HUMAN_REVIEW_REQUIRED{background:#6a1b9a}
 .score{display:inline-block;width:60px;height:8px;background:#eee;margin-right:6px;vertical-align:middle}
 .score i{display:block;height:8px;background:#1565c0}
