@@ -31,6 +31,7 @@ from kb.claims.split import SETTING_NOTE
 from kb.claims.text import passage_sentences
 from kb.evidence.versions import states_as_written
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
+from kb.verify.additions import added_beside
 from kb.verify.slots import canonical, extract, informative_words, similarity, word_tokens
 
 DEFAULT_THRESHOLDS = {
@@ -462,7 +463,7 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
     """The newest-version sentence most like the claim, if similar enough but not the same."""
     if claim.reason == SETTING_NOTE:
         return None  # every option's "Optional, Default=..." line is alike: only its own line counts
-    all_texts = [claim.text, claim.source_text]
+    all_texts = [t for t in (claim.text, claim.source_text) if t]
     keys = {canonical(t) for t in all_texts if t}
     spelled = {_spelling(t) for t in all_texts if t}
     # a list item rewritten with its lead-in ("...steps: Set X") is compared as written, so a
@@ -470,6 +471,9 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
     texts = [claim.source_text] if claim.source_text and canonical(claim.source_text) != canonical(claim.text) else [claim.text]
     if any(key and key in canonical(e.passage or e.sentence or "") for e, _ in items for key in keys):
         return None  # the newest version still states it: its passages are only cut differently
+    sentences = {s for e, _ in items for s in [e.sentence, *passage_sentences(e.passage)] if s}
+    if any(added_beside(t, s) is not None for t in all_texts for s in sentences):
+        return None  # it still states it, with a list item, a modifier or an aside added
     best = None
     for e, _ in items:
         for sentence in dict.fromkeys([e.sentence] + passage_sentences(e.passage)):
