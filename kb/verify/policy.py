@@ -326,7 +326,18 @@ def decide(
                 claim_value=j_new.claim_value, evidence_value=j_new.evidence_value,
                 evidence_sentence=e_new.sentence,
             )  # fmt: skip
-        _, e, j = max(ref.values(), key=lambda v: (v[2].confidence, _date_key(v[1].source_date)))
+        # a contradiction needs evidence about the claim's own subject: a refutation the model
+        # alone read into a sentence unlike the claim (another option, another changelog entry)
+        # is no contradiction
+        about = {sid: v for sid, v in ref.items() if not _unlike_model_refutation(claim, v[1], v[2], th["counterpart"])}
+        if not about:
+            _, e, j = max(ref.values(), key=lambda v: v[2].confidence)
+            return _uncertain(
+                claim, base,
+                f"{e.source_id} refutes only through the model reading a sentence that is not about the claim's "
+                f"subject ({j.rationale}): {(e.sentence or '')[:200]}", j.confidence, kind="low_confidence", tier=j.tier,
+            )  # fmt: skip
+        _, e, j = max(about.values(), key=lambda v: (v[2].confidence, _date_key(v[1].source_date)))
         if vague:
             return _uncertain(
                 claim, base,
@@ -388,6 +399,23 @@ def decide(
         f"low confidence: best {top[1].relation} {top[1].confidence:.2f} ({top[1].rationale})",
         top[1].confidence, kind="low_confidence", tier=top[1].tier,
     )  # fmt: skip
+
+
+_ISSUE_REF = re.compile(r"(?:#|\bissue:?`?)(\d+)\b", re.IGNORECASE)  # "#628", "issue48", ":issue:`3567`"
+
+
+def _unlike_model_refutation(claim: Claim, e: Evidence, j: Judgement, bar: float) -> bool:
+    """A refutation only the model read (no rule found a conflicting value) from a sentence that is
+    not about the claim's subject: an entry about other issues than the claim's ("#628" for a claim
+    about "#8796"), or one less like the claim than ``bar`` (the counterpart similarity)."""
+    if j.tier != "model" or j.claim_value is not None or j.evidence_value is not None or not e.sentence:
+        return False
+    texts = [t for t in (claim.text, claim.source_text) if t]
+    mine = {n for t in texts for n in _ISSUE_REF.findall(t)}
+    theirs = set(_ISSUE_REF.findall(e.sentence))
+    if mine and theirs:
+        return not mine & theirs  # the same issue is the same subject, however it is worded
+    return max(similarity(t, e.sentence) for t in texts) < bar
 
 
 def _changelog_supersedes(claim: Claim, base: dict, sup: dict, ref: dict) -> Verdict | None:

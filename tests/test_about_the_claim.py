@@ -1,0 +1,44 @@
+"""A contradiction needs evidence about the claim's own subject: a refutation only the model read
+into a sentence unlike the claim, or into a changelog entry about another issue, is no finding."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from kb.records import Judgement
+from kb.verify.policy import decide
+from tests.test_policy import TODAY, claim, ev
+
+MODEL_REFUTES = Judgement("refutes", 0.88, "model", "model: refutes (p=0.88)")
+
+
+def test_a_model_refutation_of_a_sentence_about_something_else_is_no_contradiction():
+    for text, sentence in (
+        # another changelog entry, another fix
+        ("Fix internal API links to pluggy objects.", "fix plugin links"),
+        # the same words, another issue
+        ("#8796: Fixed internal error when skipping doctests.", "fix #628: fixed internal UnicodeDecodeError when doctests contain unicode."),
+        # another feature's summary
+        ("Just as Client allows you to call directly into WSGI web applications, AsyncClient allows you to call directly "
+         "into ASGI web applications.", "Ability to make requests directly to WSGI applications or ASGI applications."),
+    ):  # fmt: skip
+        v = decide(claim(text), [ev("changes.md", date(2025, 1, 28), sentence)], [MODEL_REFUTES], TODAY)
+        assert v.label == "uncertain" and "not about the claim" in v.rationale, (text, v)
+
+
+def test_a_refutation_about_the_claim_still_contradicts():
+    text = "The default timeout is 30 seconds for every request."
+    # the model alone, on a close copy of the claim
+    close = "The default timeout is 60 seconds for every request."
+    v = decide(claim(text), [ev("guide.md", date(2025, 1, 28), close)], [MODEL_REFUTES], TODAY)
+    assert v.label == "contradicted", v
+    # the rules found the changed value, however unlike the sentence is
+    far = "Requests now wait up to 60 seconds."
+    rule = Judgement("refutes", 0.88, "model", "model refutes (p=0.88) and rules agree: duration", "30 seconds", "60 seconds")
+    v = decide(claim(text), [ev("guide.md", date(2025, 1, 28), far)], [rule], TODAY)
+    assert v.label == "contradicted" and v.evidence_value == "60 seconds", v
+    # the same issue, another wording
+    v = decide(claim("#8796: Fixed internal error when skipping doctests."),
+               [ev("changes.md", date(2025, 1, 28), "Fix #8796: skipping a doctest crashes with an internal error.")],
+               [MODEL_REFUTES], TODAY)  # fmt: skip
+    assert v.label == "contradicted", v
