@@ -1,5 +1,5 @@
 """A newer sentence that keeps the claim's words and only adds beside them (another list item, a
-modifier, an alias) still states the claim; a lead-in with a bold line in front of it, or a
+modifier, an alias) or inflects a word otherwise ("in details" -> "in detail") still states the claim; a lead-in with a bold line in front of it, or a
 subject named for its "It", is still the claim's lead-in and states none of its items."""
 
 from __future__ import annotations
@@ -35,6 +35,10 @@ It is not in the scope of the client to trigger lifespan events of your app.
 
 See the documentation on HTTP_PROXY, HTTPS_PROXY, ALL_PROXY for more information.
 
+Each proxy format is described in details on the proxy reference page.
+
+The client passes exactly the same connection object to every hook that it calls.
+
 ## Limits
 
 The default timeout is 30 seconds for every request that the client sends.
@@ -47,6 +51,8 @@ GROWN = (
     .replace("will also be supported", "will be supported")
     .replace("trigger lifespan events", "trigger ASGI lifespan events")
     .replace("ALL_PROXY for", "ALL_PROXY and NO_PROXY for")
+    .replace("in details", "in detail")
+    .replace("exactly the same", "the exact same")
     .replace("30 seconds", "60 seconds")
     .replace("JSON, CSV and YAML files", "JSON and YAML files")
 )
@@ -55,6 +61,8 @@ ADDED = {
     "If the brotli package is installed, then the brotli response encoding will also be supported.",
     "It is not in the scope of the client to trigger lifespan events of your app.",
     "See the documentation on HTTP_PROXY, HTTPS_PROXY, ALL_PROXY for more information.",
+    "Each proxy format is described in details on the proxy reference page.",
+    "The client passes exactly the same connection object to every hook that it calls.",
 }
 
 
@@ -102,6 +110,7 @@ def test_only_harmless_additions_count():
         "The cache is enabled by default for every project if the disk is local.",  # a condition
         "The cache is enabled by default on Linux for every project.",  # a qualifying phrase
         "The cache is disabled by default for every project.",  # a replaced word
+        "The cache is enabled by default for every projector.",  # another word, not another form
         "The cache is enabled by default for every new project created after 2.0.",  # a number
     ):
         assert added_beside(claim, changed) is None, changed

@@ -1,5 +1,6 @@
 """Words added beside the claim's: a newer sentence that keeps every word of the claim in order and
-only adds to it (another item of a list, a modifier, an alias in parentheses) still states the
+only adds to it (another item of a list, a modifier, an alias in parentheses) or inflects a prose
+word otherwise ("in details" -> "in detail", "exactly the same" -> "exact same") still states the
 claim. Documentation grows that way ("gzip, deflate, or brotli" -> "gzip, deflate, brotli, or
 zstd"; "lifespan events" -> "ASGI lifespan events"), and none of it changes the claim's fact.
 
@@ -21,13 +22,14 @@ __all__ = ["ADDED_CONFIDENCE", "ADDED_NOTE", "added_beside"]
 # Sure enough that the model does not read the added words as a change (it refuted such pairs at
 # 0.9 and more: an added list item, an added "ASGI" before "lifespan events").
 ADDED_CONFIDENCE = 0.9
-ADDED_NOTE = "the sentence states the claim with words added beside it"
+ADDED_NOTE = "the sentence states the claim, with words added beside it or inflected otherwise"
 MIN_WORDS = 4  # a shorter claim is found inside too many sentences
 MAX_ADDED = 4  # words added: at most this many, or half as many as the claim has
+MIN_INFLECTED = 4  # shorter words are not compared by their inflection ("led" is not "lead")
 MAX_MODIFIER = 2  # a modifier: at most this many words inside the claim ("ASGI", "HTTP/2")
 # Words the newer sentence may drop without changing the fact ("will also be supported" ->
 # "will be supported"; a list's "or" moving to the new last item).
-_FILLERS = frozenset(", and or also the a an".split())
+_FILLERS = frozenset(", and or also the a an to".split())
 _JOINERS = frozenset(", and or and/or &".split())
 # Added words that change what the claim states (a condition, a restriction, a replacement, a
 # requirement), whatever else is added with them.
@@ -38,6 +40,19 @@ _CHANGING = (
 )  # fmt: skip
 # A phrase that opens on one of these qualifies the claim ("on Linux", "for admins"): not a modifier.
 _SCOPING = frozenset("on in for with within by from to at of via per under over into onto through".split())
+
+
+def _inflection(word: str) -> str:
+    """A prose word without its inflection ("exactly" / "exact", "details" / "detail", "capturing"
+    / "capture"): two words alike here differ in form, not in what they state. Names, code and
+    numbers are kept whole."""
+    if not word.isalpha() or not word.islower() or len(word) < MIN_INFLECTED:
+        return word
+    return re.sub(r"(?:ly|ing|ed|es|s|e)$", "", word)
+
+
+def _same(a: str, b: str) -> bool:
+    return a == b or _inflection(a) == _inflection(b)
 
 
 def _tokens(text: str) -> list[str]:
@@ -65,10 +80,10 @@ def _addition(added: list[str], before: list[str], inside: bool, restrictive: bo
 
 
 def added_beside(claim_text: str, sentence: str) -> str | None:
-    """The words ``sentence`` adds to the claim when it keeps all the claim's words in order and
-    only adds harmless ones (list items, modifiers, asides; see the module doc), dropping nothing
-    but fillers ("also", a list's "and"); None when it is no such restatement (identical ones
-    included: the verbatim rules judge those)."""
+    """The words ``sentence`` adds to the claim (and the prose words it inflects otherwise) when it
+    keeps all the claim's words in order and only adds harmless ones (list items, modifiers,
+    asides; see the module doc), dropping nothing but fillers ("also", a list's "and"); None when
+    it is no such restatement (identical ones included: the verbatim rules judge those)."""
     c, e = _tokens(claim_text), _tokens(sentence)
     core = [(i, t) for i, t in enumerate(c) if t not in _FILLERS]
     n_words = sum(1 for t in c if re.search(r"\w", t))
@@ -78,7 +93,7 @@ def added_beside(claim_text: str, sentence: str) -> str | None:
     found: list[tuple[int, int]] = []
     k = 0
     for i, t in core:
-        while k < len(e) and e[k] != t:
+        while k < len(e) and not _same(t, e[k]):
             k += 1
         if k == len(e):
             return None  # a content word of the claim is gone or replaced
@@ -99,4 +114,5 @@ def added_beside(claim_text: str, sentence: str) -> str | None:
         if not _addition(ins, c[: i0 + 1], inside, restrictive):
             return None
         added.append(" ".join(ins).replace(" ,", ",").replace("( ", "(").replace(" )", ")"))
-    return "; ".join(added) if added else "(fillers only)"
+    respelled = [f"{c[i]} -> {e[k]}" for i, k in found if c[i] != e[k]]
+    return "; ".join(added + respelled) if added or respelled else "(fillers only)"
