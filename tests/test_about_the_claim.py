@@ -42,3 +42,24 @@ def test_a_refutation_about_the_claim_still_contradicts():
                [ev("changes.md", date(2025, 1, 28), "Fix #8796: skipping a doctest crashes with an internal error.")],
                [MODEL_REFUTES], TODAY)  # fmt: skip
     assert v.label == "contradicted", v
+
+
+def test_another_options_line_neither_contradicts_nor_makes_stale():
+    # the model reads another option's line, worded alike, as a denial of the claim's
+    flag = claim("--coverage.all=false turns the inclusion of untested files off.")
+    line = "CLI: --coverage.clean, --coverage.clean=false turns the cleaning of results off."
+    v = decide(flag, [ev("coverage.md", date(2025, 1, 28), line)], [MODEL_REFUTES], TODAY)
+    assert v.label == "uncertain", v
+    # an older version stated the claim; the newest refutes only through another function's line
+    renamed = claim("client.setTest was renamed to client.startCurrentRun in this release.")
+    old = ev("migration.md", date(2024, 6, 1), renamed.text)
+    other = ev("migration.md", date(2025, 1, 28), "deps.optimizer.web was renamed to deps.optimizer.client in this release.", rank=2)
+    exact = Judgement("supports", 0.99, "rules", "exact match")
+    v = decide(renamed, [old, other], [exact, MODEL_REFUTES], TODAY)
+    assert v.label == "uncertain", v
+    # the claim's own function, renamed again, is still a change (the rules name the values)
+    again = ev("migration.md", date(2025, 1, 28), "client.setTest was renamed to client.runCurrent in this release.", rank=2)
+    rule = Judgement("refutes", 0.85, "rules", "identifier: claim client.startCurrentRun vs evidence client.runCurrent",
+                     "client.startCurrentRun", "client.runCurrent")  # fmt: skip
+    v = decide(renamed, [old, again], [exact, rule], TODAY)
+    assert v.label == "stale", v

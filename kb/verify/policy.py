@@ -300,6 +300,9 @@ def decide(
                   if (h[1].tier == "rules" and h[1].evidence_value is not None)
                   or h[0].counterpart_of == h[2].passage_id
                   or similarity(h[2].sentence, h[0].sentence) >= th["counterpart"]]  # fmt: skip
+        # ... and about the claim's own option or function: a model reading of another one's line
+        # ("deps.optimizer.web was renamed" for "client.setTest was renamed") pairs with nothing
+        paired = [h for h in paired if not (_model_only(h[1]) and _other_names(claim, h[0].sentence))]
         if stale_hits and not paired:
             # the diff of the two versions still puts a rewritten sentence where the supporting
             # one stood: stale as rewritten, whatever the unrelated sentence says
@@ -404,12 +407,33 @@ def decide(
 _ISSUE_REF = re.compile(r"(?:#|\bissue:?`?)(\d+)\b", re.IGNORECASE)  # "#628", "issue48", ":issue:`3567`"
 
 
+def _model_only(j: Judgement) -> bool:
+    """A judgement of the model alone: no rule found a value on either side."""
+    return j.tier == "model" and j.claim_value is None and j.evidence_value is None
+
+
+def _code_names(text: str) -> set[str]:
+    """The code names a sentence states: options, flags, dotted or snake_case names, key=value."""
+    return {i for i in extract(text).identifiers if re.search(r"[._=]|^-", i)}
+
+
+def _other_names(claim: Claim, sentence: str | None) -> bool:
+    """The sentence names code (options, functions, settings) and none of the claim's: it is about
+    another entity than the claim, which names its own."""
+    mine = _code_names(claim.source_text or claim.text) | _code_names(claim.text)
+    theirs = _code_names(sentence or "")
+    return bool(mine and theirs and not mine & theirs)
+
+
 def _unlike_model_refutation(claim: Claim, e: Evidence, j: Judgement, bar: float) -> bool:
     """A refutation only the model read (no rule found a conflicting value) from a sentence that is
-    not about the claim's subject: an entry about other issues than the claim's ("#628" for a claim
-    about "#8796"), or one less like the claim than ``bar`` (the counterpart similarity)."""
-    if j.tier != "model" or j.claim_value is not None or j.evidence_value is not None or not e.sentence:
+    not about the claim's subject: one that names other code than the claim's, an entry about other
+    issues than the claim's ("#628" for a claim about "#8796"), or one less like the claim than
+    ``bar`` (the counterpart similarity)."""
+    if not _model_only(j) or not e.sentence:
         return False
+    if _other_names(claim, e.sentence):
+        return True
     texts = [t for t in (claim.text, claim.source_text) if t]
     mine = {n for t in texts for n in _ISSUE_REF.findall(t)}
     theirs = set(_ISSUE_REF.findall(e.sentence))
