@@ -105,12 +105,16 @@ def test_only_harmless_additions_count():
         assert added_beside(claim, grown_text) is not None, grown_text
         judged = judge_rules(claim, grown_text)
         assert judged is not None and judged.relation == "supports", judged
+    # a typo fixed inside a long word
+    typo = "Run the tests again after the client was inititalised."
+    assert added_beside(typo, "Run the tests again after the client was initialised.") is not None
     for changed in (
         "The cache is not enabled by default for every project.",  # a negation
         "The cache is enabled by default for every project if the disk is local.",  # a condition
         "The cache is enabled by default on Linux for every project.",  # a qualifying phrase
         "The cache is disabled by default for every project.",  # a replaced word
         "The cache is enabled by default for every projector.",  # another word, not another form
+        "The cache is unenabled by default for every project.",  # a prefix, not a typo
         "The cache is enabled by default for every new project created after 2.0.",  # a number
     ):
         assert added_beside(claim, changed) is None, changed

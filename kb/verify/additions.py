@@ -1,7 +1,7 @@
 """Words added beside the claim's: a newer sentence that keeps every word of the claim in order and
 only adds to it (another item of a list, a modifier, an alias in parentheses) or inflects a prose
-word otherwise ("in details" -> "in detail", "exactly the same" -> "exact same") still states the
-claim. Documentation grows that way ("gzip, deflate, or brotli" -> "gzip, deflate, brotli, or
+word otherwise ("in details" -> "in detail", "exactly the same" -> "exact same") or fixes a typo
+in one ("inititalised" -> "initialised") still states the claim. Documentation grows that way ("gzip, deflate, or brotli" -> "gzip, deflate, brotli, or
 zstd"; "lifespan events" -> "ASGI lifespan events"), and none of it changes the claim's fact.
 
 What does change it is never an addition of this kind: a negation, a condition, an alternative to
@@ -26,6 +26,7 @@ ADDED_NOTE = "the sentence states the claim, with words added beside it or infle
 MIN_WORDS = 4  # a shorter claim is found inside too many sentences
 MAX_ADDED = 4  # words added: at most this many, or half as many as the claim has
 MIN_INFLECTED = 4  # shorter words are not compared by their inflection ("led" is not "lead")
+MIN_TYPO = 6  # a letter more inside a word this long is a typo fixed ("fewer" / "flower" are words)
 MAX_MODIFIER = 2  # a modifier: at most this many words inside the claim ("ASGI", "HTTP/2")
 # Words the newer sentence may drop without changing the fact ("will also be supported" ->
 # "will be supported"; a list's "or" moving to the new last item).
@@ -51,8 +52,17 @@ def _inflection(word: str) -> str:
     return re.sub(r"(?:ly|ing|ed|es|s|e)$", "", word)
 
 
+def _misspelt(a: str, b: str) -> bool:
+    """One long prose word is the other with one letter more inside it ("inititalised" /
+    "initialised"): a typo fixed, not another word."""
+    short, long_ = sorted((a, b), key=len)
+    if len(long_) != len(short) + 1 or len(short) < MIN_TYPO or not (short.isalpha() and short.islower() and long_.isalpha()):
+        return False
+    return any(long_[:k] + long_[k + 1 :] == short for k in range(1, len(long_)))
+
+
 def _same(a: str, b: str) -> bool:
-    return a == b or _inflection(a) == _inflection(b)
+    return a == b or _inflection(a) == _inflection(b) or _misspelt(a, b)
 
 
 def _tokens(text: str) -> list[str]:
