@@ -63,3 +63,22 @@ def test_another_options_line_neither_contradicts_nor_makes_stale():
                      "client.startCurrentRun", "client.runCurrent")  # fmt: skip
     v = decide(renamed, [old, again], [exact, rule], TODAY)
     assert v.label == "stale", v
+
+
+def test_a_changelog_entrys_issue_label_is_not_part_of_its_statement():
+    from kb.verify import Verifier, VerifierSettings
+    from tests.test_verifier import NEW, _claim, _ev
+
+    entry = _claim("a", "#9488: If custom subclasses of nodes override the __init__ method, they should take **kwargs.")
+    page = "Constructors of nodes. If custom subclasses of nodes override the __init__ method, they should take **kwargs."
+    e = _ev("a", "deprecations.md", NEW, page, "If custom subclasses of nodes override the __init__ method, they should take **kwargs.", 1)
+    v = Verifier(VerifierSettings(use_model=False))
+    (j,) = v.judge_pairs([entry], {"a": [e]})["a"]
+    assert j.relation == "supports" and j.confidence >= 0.95, j
+    (out,) = v.verify([entry], {"a": [e]}, date(2025, 6, 1))
+    assert out.label == "supported", out
+    # only the label goes: the rest of the statement is still compared
+    changed = "If custom subclasses of nodes override the __init__ method, they should take **opts."
+    other = _ev("a", "deprecations.md", NEW, changed, changed, 1)
+    (j,) = v.judge_pairs([entry], {"a": [other]})["a"]
+    assert j is None or j.relation != "supports", j

@@ -60,6 +60,8 @@ OTHER_ROW_CONFIDENCE = 0.9
 SAME_ROW_CONFIDENCE = 0.95
 CELL_CHANGED_CONFIDENCE = 0.85
 _CELL_PLACE = re.compile(r"column (\d+) of (\d+)")
+# An issue label that opens a changelog entry: "#9488: ", ":issue:`3616`: ", "issue #12 - "
+ISSUE_LABEL = re.compile(r"^\s*(?::issue:`?\d+`?|#\d+|issue\s*#?\d+)\s*[:\-\u2013]\s*", re.IGNORECASE)
 
 
 def table_judgement(claim: Claim, sentence: str) -> Judgement | None:
@@ -241,6 +243,9 @@ class Verifier:
         texts = [claim.text]
         if claim.source_text and canonical(claim.source_text) != canonical(claim.text):
             texts.append(claim.source_text)
+        # a changelog entry's issue label ("#9488: ...") names the entry, not its fact: the entry's
+        # statement is judged without it too
+        texts += [bare for t in texts if (bare := ISSUE_LABEL.sub("", t, count=1)) != t and bare.strip()]
         cands = [sentence]
         if ev.passage and self.settings.max_extra_sentences:
             cw = set(content_words(word_tokens(claim.text)))
