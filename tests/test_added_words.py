@@ -126,6 +126,10 @@ def test_only_harmless_additions_count():
         added_beside("The upload requires an API key for the account.", "The upload requires an API key or a passkey for the account.")
         is None
     )
+    assert (
+        added_beside("The upload requires an API key for the account.", "The upload requires a passkey or an API key for the account.")
+        is None
+    )
     # an item dropped is no addition
     assert added_beside("Supported formats are gzip, deflate and brotli.", "Supported formats are gzip and deflate.") is None
 

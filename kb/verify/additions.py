@@ -82,7 +82,9 @@ def _addition(added: list[str], before: list[str], inside: bool, restrictive: bo
     if added[0] in _JOINERS or added[-1] in _JOINERS:
         # another item of the claim's list, unless the list is exhaustive ("only") or the item is
         # an alternative to what the claim requires
-        return "" if restrictive or _extension_kind(added, before) else "item"
+        # an item put in front of the claim's ("B or A" for "A") is read as one after it ("A or B")
+        joined = added if added[0] in _JOINERS else [added[-1], *added[:-1]]
+        return "" if restrictive or _extension_kind(joined, before) else "item"
     plain = [w for w in words if w not in _FILLERS]
     if inside and plain and len(plain) <= MAX_MODIFIER and plain[0] not in _SCOPING and not set(plain) & _JOINERS:
         return "modifier"
