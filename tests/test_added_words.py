@@ -130,6 +130,9 @@ def test_only_harmless_additions_count():
         added_beside("The upload requires an API key for the account.", "The upload requires a passkey or an API key for the account.")
         is None
     )
+    # "and" joined where the claim lists nothing adds a condition, not an item
+    counted = "The check passes when both arrays match in their number of elements."
+    assert added_beside(counted, "The check passes when both arrays match in their number and order of elements.") is None
     # an item dropped is no addition
     assert added_beside("Supported formats are gzip, deflate and brotli.", "Supported formats are gzip and deflate.") is None
 

@@ -70,7 +70,7 @@ def _tokens(text: str) -> list[str]:
     return [t if is_code_case(t) else t.lower() for t in toks]
 
 
-def _addition(added: list[str], before: list[str], inside: bool, restrictive: bool) -> str:
+def _addition(added: list[str], before: list[str], inside: bool, restrictive: bool, listed: bool = True) -> str:
     """What kind of harmless addition ``added`` is ("item", "aside", "modifier"), or ""."""
     words = [t for t in added if re.search(r"\w", t)]
     if not words or any(w in _CHANGING or w.endswith("n't") for w in words):
@@ -79,14 +79,15 @@ def _addition(added: list[str], before: list[str], inside: bool, restrictive: bo
         return "aside"  # an alias or an example in parentheses
     if any(any(ch.isdigit() for ch in w) for w in words) and not (added[0] in _JOINERS or added[-1] in _JOINERS):
         return ""  # a number added outside a list item: a limit or a version the claim lacks
-    if added[0] in _JOINERS or added[-1] in _JOINERS:
+    if (added[0] in _JOINERS or added[-1] in _JOINERS) and listed:
         # another item of the claim's list, unless the list is exhaustive ("only") or the item is
-        # an alternative to what the claim requires
+        # an alternative to what the claim requires (where the claim lists nothing, "and order"
+        # joined to "number" is a new condition, not another item)
         # an item put in front of the claim's ("B or A" for "A") is read as one after it ("A or B")
         joined = added if added[0] in _JOINERS else [added[-1], *added[:-1]]
         return "" if restrictive or _extension_kind(joined, before) else "item"
     plain = [w for w in words if w not in _FILLERS]
-    if inside and plain and len(plain) <= MAX_MODIFIER and plain[0] not in _SCOPING and not set(plain) & _JOINERS:
+    if inside and plain and len(plain) <= MAX_MODIFIER and plain[0] not in _SCOPING and not set(words) & _JOINERS:
         return "modifier"
     return ""
 
@@ -123,7 +124,9 @@ def added_beside(claim_text: str, sentence: str) -> str | None:
             continue
         # inside the claim: after its first word or an article before it, and before its end
         inside = (i0 >= 0 or ins[0] in _FILLERS) and i1 < len(c)
-        if not _addition(ins, c[: i0 + 1], inside, restrictive):
+        # the claim lists at the insertion point: a joiner just before it or just after it
+        listed = bool(_JOINERS & set(c[max(0, i0 - 2) : i0 + 1]) | _JOINERS & set(c[i1 : i1 + 2]))
+        if not _addition(ins, c[: i0 + 1], inside, restrictive, listed):
             return None
         added.append(" ".join(ins).replace(" ,", ",").replace("( ", "(").replace(" )", ")"))
     respelled = [f"{c[i]} -> {e[k]}" for i, k in found if c[i] != e[k]]
