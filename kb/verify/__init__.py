@@ -34,6 +34,7 @@ from kb.claims.text import passage_sentences
 from kb.claims.units import TABLE_NOTE
 from kb.evidence.versions import written_key
 from kb.records import Claim, Evidence, Judgement, Verdict
+from kb.verify.additions import ADDED_NOTE
 from kb.verify.model import ModelJudge
 from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status, settled_as_written
 from kb.verify.revision import apply_contrast
@@ -50,6 +51,7 @@ SETTING_CHANGED_CONFIDENCE = 0.85
 # a claim read as "lead-in: item" it is nei, sure enough that the model does not read it either.
 LEAD_IN_CONFIDENCE = 0.9
 LEAD_IN_NOTE = "the sentence is the lead-in of the claim's list: it states none of the items"
+LEAD_IN_ATTACHED = "lead-in attached"  # the reason of a claim read as "lead-in: item" (kb.claims.units)
 # A table cell is read with its row's key ("Shell Bash: Windows is yes") and its place in the row.
 # A row whose first cell is another key is about another entry and says nothing of the cell,
 # sure enough that the model does not read it. The entry's own row, as wide as the KB's, holds the
@@ -58,6 +60,8 @@ OTHER_ROW_CONFIDENCE = 0.9
 SAME_ROW_CONFIDENCE = 0.95
 CELL_CHANGED_CONFIDENCE = 0.85
 _CELL_PLACE = re.compile(r"column (\d+) of (\d+)")
+# An issue label that opens a changelog entry: "#9488: ", ":issue:`3616`: ", "issue #12 - "
+ISSUE_LABEL = re.compile(r"^\s*(?::issue:`?\d+`?|#\d+|issue\s*#?\d+)\s*[:\-\u2013]\s*", re.IGNORECASE)
 
 
 def table_judgement(claim: Claim, sentence: str) -> Judgement | None:
@@ -94,14 +98,33 @@ def table_judgement(claim: Claim, sentence: str) -> Judgement | None:
                      claim.source_text.strip(), now)  # fmt: skip
 
 
-def is_lead_in_of(claim_text: str, sentence: str) -> bool:
+# A lead-in opening on one of these ("It takes instances of Limits which define:") names its subject
+# elsewhere; the claim read with it may name the subject instead ("Pool limits takes instances ...").
+_POINTING_SUBJECTS = frozenset("it this that these those they".split())
+MIN_LEAD_WORDS = 3  # a shared lead-in shorter than this could be any sentence's tail
+
+
+def is_lead_in_of(claim_text: str, sentence: str, item: str = "") -> bool:
     """``sentence`` is a lead-in (it ends with a colon) that the claim starts with word for word
-    and goes on from: the claim is one of the items the lead-in introduces. A lead-in that
-    changed ("three ways" -> "four ways") is no prefix, and is judged as any sentence."""
+    and goes on from: the claim is one of the items the lead-in introduces. With the ``item`` the
+    claim was read from, the claim's lead-in part may also differ from the sentence at its front
+    only: words in front of it (a bold line the page puts above the list, read into the sentence)
+    or a subject for a pointing word ("It takes ..." read as "Pool limits takes ..."). A lead-in
+    that changed elsewhere ("three ways" -> "four ways") is neither, and is judged as any sentence."""
     if not sentence.rstrip().rstrip("*_").endswith(":"):
         return False
     lead, claim = canonical(sentence), canonical(claim_text)
-    return bool(lead) and claim.startswith(lead + " ")
+    if bool(lead) and claim.startswith(lead + " "):
+        return True
+    rest = canonical(item).split() if item else []
+    words = claim.split()
+    if not rest or words[-len(rest) :] != rest:
+        return False
+    claim_lead, sentence_lead = words[: -len(rest)], lead.split()
+    if sentence_lead and sentence_lead[0] in _POINTING_SUBJECTS:
+        sentence_lead = sentence_lead[1:]
+    n = min(len(claim_lead), len(sentence_lead))
+    return n >= MIN_LEAD_WORDS and claim_lead[-n:] == sentence_lead[-n:]
 
 
 DEFAULT_VERIFIER_THRESHOLDS = {
@@ -220,6 +243,9 @@ class Verifier:
         texts = [claim.text]
         if claim.source_text and canonical(claim.source_text) != canonical(claim.text):
             texts.append(claim.source_text)
+        # a changelog entry's issue label ("#9488: ...") names the entry, not its fact: the entry's
+        # statement is judged without it too
+        texts += [bare for t in texts if (bare := ISSUE_LABEL.sub("", t, count=1)) != t and bare.strip()]
         cands = [sentence]
         if ev.passage and self.settings.max_extra_sentences:
             cw = set(content_words(word_tokens(claim.text)))
@@ -229,15 +255,16 @@ class Verifier:
         best: Judgement | None = None
         best_sentence = sentence
         for s in cands:
-            if is_lead_in_of(claim.text, s):
+            if is_lead_in_of(claim.text, s, claim.source_text if claim.reason == LEAD_IN_ATTACHED else ""):
                 j = Judgement("nei", LEAD_IN_CONFIDENCE, "rules", LEAD_IN_NOTE)
                 if _rank(j) > _rank(best):
                     best, best_sentence = j, s
                 continue
             for t in texts:
                 j = judge_rules(t, s)
-                if j is not None and j.relation == "supports" and t is not texts[0] and j.confidence < 0.95:
-                    continue  # the bare source text counts only when it matches verbatim
+                if (j is not None and j.relation == "supports" and t is not texts[0] and j.confidence < 0.95
+                        and not j.rationale.startswith(ADDED_NOTE)):  # fmt: skip
+                    continue  # the bare source text counts only when it matches verbatim, or with words added
                 if _rank(j) > _rank(best):
                     best, best_sentence = j, s
                 if best is not None and best.relation == "supports" and best.confidence >= 0.97:

@@ -31,6 +31,7 @@ from kb.claims.split import SETTING_NOTE
 from kb.claims.text import passage_sentences
 from kb.evidence.versions import states_as_written
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
+from kb.verify.additions import added_beside
 from kb.verify.slots import canonical, extract, informative_words, similarity, word_tokens
 
 DEFAULT_THRESHOLDS = {
@@ -301,6 +302,9 @@ def decide(
                   if (h[1].tier == "rules" and h[1].evidence_value is not None)
                   or h[0].counterpart_of == h[2].passage_id
                   or similarity(h[2].sentence, h[0].sentence) >= th["counterpart"]]  # fmt: skip
+        # ... and about the claim's own option or function: a model reading of another one's line
+        # ("deps.optimizer.web was renamed" for "client.setTest was renamed") pairs with nothing
+        paired = [h for h in paired if not (_model_only(h[1]) and _other_names(claim, h[0].sentence))]
         if stale_hits and not paired:
             # the diff of the two versions still puts a rewritten sentence where the supporting
             # one stood: stale as rewritten, whatever the unrelated sentence says
@@ -327,7 +331,18 @@ def decide(
                 claim_value=j_new.claim_value, evidence_value=j_new.evidence_value,
                 evidence_sentence=e_new.sentence,
             )  # fmt: skip
-        _, e, j = max(ref.values(), key=lambda v: (v[2].confidence, _date_key(v[1].source_date)))
+        # a contradiction needs evidence about the claim's own subject: a refutation the model
+        # alone read into a sentence unlike the claim (another option, another changelog entry)
+        # is no contradiction
+        about = {sid: v for sid, v in ref.items() if not _unlike_model_refutation(claim, v[1], v[2], th["counterpart"])}
+        if not about:
+            _, e, j = max(ref.values(), key=lambda v: v[2].confidence)
+            return _uncertain(
+                claim, base,
+                f"{e.source_id} refutes only through the model reading a sentence that is not about the claim's "
+                f"subject ({j.rationale}): {(e.sentence or '')[:200]}", j.confidence, kind="low_confidence", tier=j.tier,
+            )  # fmt: skip
+        _, e, j = max(about.values(), key=lambda v: (v[2].confidence, _date_key(v[1].source_date)))
         if vague:
             return _uncertain(
                 claim, base,
@@ -389,6 +404,44 @@ def decide(
         f"low confidence: best {top[1].relation} {top[1].confidence:.2f} ({top[1].rationale})",
         top[1].confidence, kind="low_confidence", tier=top[1].tier,
     )  # fmt: skip
+
+
+_ISSUE_REF = re.compile(r"(?:#|\bissue:?`?)(\d+)\b", re.IGNORECASE)  # "#628", "issue48", ":issue:`3567`"
+
+
+def _model_only(j: Judgement) -> bool:
+    """A judgement of the model alone: no rule found a value on either side."""
+    return j.tier == "model" and j.claim_value is None and j.evidence_value is None
+
+
+def _code_names(text: str) -> set[str]:
+    """The code names a sentence states: options, flags, dotted or snake_case names, key=value."""
+    return {i for i in extract(text).identifiers if re.search(r"[._=]|^-", i)}
+
+
+def _other_names(claim: Claim, sentence: str | None) -> bool:
+    """The sentence names code (options, functions, settings) and none of the claim's: it is about
+    another entity than the claim, which names its own."""
+    mine = _code_names(claim.source_text or claim.text) | _code_names(claim.text)
+    theirs = _code_names(sentence or "")
+    return bool(mine and theirs and not mine & theirs)
+
+
+def _unlike_model_refutation(claim: Claim, e: Evidence, j: Judgement, bar: float) -> bool:
+    """A refutation only the model read (no rule found a conflicting value) from a sentence that is
+    not about the claim's subject: one that names other code than the claim's, an entry about other
+    issues than the claim's ("#628" for a claim about "#8796"), or one less like the claim than
+    ``bar`` (the counterpart similarity)."""
+    if not _model_only(j) or not e.sentence:
+        return False
+    if _other_names(claim, e.sentence):
+        return True
+    texts = [t for t in (claim.text, claim.source_text) if t]
+    mine = {n for t in texts for n in _ISSUE_REF.findall(t)}
+    theirs = set(_ISSUE_REF.findall(e.sentence))
+    if mine and theirs:
+        return not mine & theirs  # the same issue is the same subject, however it is worded
+    return max(similarity(t, e.sentence) for t in texts) < bar
 
 
 def _changelog_supersedes(claim: Claim, base: dict, sup: dict, ref: dict) -> Verdict | None:
@@ -464,7 +517,7 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
     """The newest-version sentence most like the claim, if similar enough but not the same."""
     if claim.reason == SETTING_NOTE:
         return None  # every option's "Optional, Default=..." line is alike: only its own line counts
-    all_texts = [claim.text, claim.source_text]
+    all_texts = [t for t in (claim.text, claim.source_text) if t]
     keys = {canonical(t) for t in all_texts if t}
     spelled = {_spelling(t) for t in all_texts if t}
     # a list item rewritten with its lead-in ("...steps: Set X") is compared as written, so a
@@ -472,6 +525,9 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
     texts = [claim.source_text] if claim.source_text and canonical(claim.source_text) != canonical(claim.text) else [claim.text]
     if any(key and key in canonical(e.passage or e.sentence or "") for e, _ in items for key in keys):
         return None  # the newest version still states it: its passages are only cut differently
+    sentences = {s for e, _ in items for s in [e.sentence, *passage_sentences(e.passage)] if s}
+    if any(added_beside(t, s) is not None for t in all_texts for s in sentences):
+        return None  # it still states it, with a list item, a modifier or an aside added
     best = None
     for e, _ in items:
         for sentence in dict.fromkeys([e.sentence] + passage_sentences(e.passage)):

@@ -7,7 +7,8 @@ decide. It is deterministic and explainable: a refutation names the conflicting 
 
 How it decides (cheapest, most certain first):
 
-1. identical after normalisation, or the claim appears verbatim inside the sentence: supports;
+1. identical after normalisation, or the claim appears verbatim inside the sentence, or the
+   sentence is the claim with only harmless words added (:mod:`kb.verify.additions`): supports;
 2. token alignment (a sequence diff) of the two sentences; a replaced span whose two sides are
    facts of the same kind is a conflict: number / duration / size / percentage / year / date
    (interval logic, comparators included), version or version range, ``Key=value`` setting,
@@ -29,6 +30,7 @@ from difflib import SequenceMatcher
 
 from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.records import Judgement
+from kb.verify.additions import ADDED_CONFIDENCE, ADDED_NOTE, added_beside
 from kb.verify.extension import _continues, _ended, _extension, _extension_kind
 from kb.verify.numbers import NUMBERS_ONLY as NUMBERS_ONLY
 from kb.verify.numbers import NUMBERS_ONLY_CONFIDENCE as NUMBERS_ONLY_CONFIDENCE
@@ -151,6 +153,9 @@ def _judge(claim_text: str, sentence: str) -> Judgement | None:
             return Judgement("refutes", CONFIDENCE["extended"], "rules",
                              f"extended: the evidence goes on {ext!r} after the claim's words")  # fmt: skip
         return Judgement("supports", CONFIDENCE["contained"], "rules", "claim appears verbatim in the evidence")
+    added = added_beside(claim_text, sentence)
+    if added is not None:
+        return Judgement("supports", ADDED_CONFIDENCE, "rules", f"{ADDED_NOTE}: {added!r}")
     bound = _bounds_paired(claim_text, sentence)
     if bound is not None:
         return bound

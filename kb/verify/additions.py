@@ -1,0 +1,133 @@
+"""Words added beside the claim's: a newer sentence that keeps every word of the claim in order and
+only adds to it (another item of a list, a modifier, an alias in parentheses) or inflects a prose
+word otherwise ("in details" -> "in detail", "exactly the same" -> "exact same") or fixes a typo
+in one ("inititalised" -> "initialised") still states the claim. Documentation grows that way ("gzip, deflate, or brotli" -> "gzip, deflate, brotli, or
+zstd"; "lifespan events" -> "ASGI lifespan events"), and none of it changes the claim's fact.
+
+What does change it is never an addition of this kind: a negation, a condition, an alternative to
+what the claim requires, another item after "only", a number, or a qualifying phrase ("on Linux",
+"containing a [tool.black] section"). Those, and any replaced or dropped content word, leave the
+judgement to the other rules."""
+
+from __future__ import annotations
+
+import re
+
+from kb.verify.extension import CONDITIONS, RESTRICTIVE, _extension_kind
+from kb.verify.slots import is_code_case, normalize, word_tokens
+from kb.verify.vocabulary import NEGATIONS
+
+__all__ = ["ADDED_CONFIDENCE", "ADDED_NOTE", "added_beside"]
+
+# Sure enough that the model does not read the added words as a change (it refuted such pairs at
+# 0.9 and more: an added list item, an added "ASGI" before "lifespan events").
+ADDED_CONFIDENCE = 0.9
+ADDED_NOTE = "the sentence states the claim, with words added beside it or inflected otherwise"
+MIN_WORDS = 4  # a shorter claim is found inside too many sentences
+MAX_ADDED = 4  # words added: at most this many, or half as many as the claim has
+MIN_INFLECTED = 4  # shorter words are not compared by their inflection ("led" is not "lead")
+MIN_TYPO = 6  # a letter more inside a word this long is a typo fixed ("fewer" / "flower" are words)
+MAX_MODIFIER = 2  # a modifier: at most this many words inside the claim ("ASGI", "HTTP/2")
+# Words the newer sentence may drop without changing the fact ("will also be supported" ->
+# "will be supported"; a list's "or" moving to the new last item).
+_FILLERS = frozenset(", and or also the a an to".split())
+_JOINERS = frozenset(", and or and/or &".split())
+# Added words that change what the claim states (a condition, a restriction, a replacement, a
+# requirement), whatever else is added with them.
+_CHANGING = (
+    NEGATIONS | RESTRICTIVE | {w for c in CONDITIONS for w in c.split()}
+    | frozenset("""when whenever instead but however deprecated removed longer until before after
+    must required requires need needs optional optionally except""".split())
+)  # fmt: skip
+# A phrase that opens on one of these qualifies the claim ("on Linux", "for admins"): not a modifier.
+_SCOPING = frozenset("on in for with within by from to at of via per under over into onto through".split())
+
+
+def _inflection(word: str) -> str:
+    """A prose word without its inflection ("exactly" / "exact", "details" / "detail", "capturing"
+    / "capture"): two words alike here differ in form, not in what they state. Names, code and
+    numbers are kept whole."""
+    if not word.isalpha() or not word.islower() or len(word) < MIN_INFLECTED:
+        return word
+    return re.sub(r"(?:ly|ing|ed|es|s|e)$", "", word)
+
+
+def _misspelt(a: str, b: str) -> bool:
+    """One long prose word is the other with one letter more inside it ("inititalised" /
+    "initialised"): a typo fixed, not another word."""
+    short, long_ = sorted((a, b), key=len)
+    if len(long_) != len(short) + 1 or len(short) < MIN_TYPO or not (short.isalpha() and short.islower() and long_.isalpha()):
+        return False
+    return any(long_[:k] + long_[k + 1 :] == short for k in range(1, len(long_)))
+
+
+def _same(a: str, b: str) -> bool:
+    return a == b or _inflection(a) == _inflection(b) or _misspelt(a, b)
+
+
+def _tokens(text: str) -> list[str]:
+    toks = [t for t in word_tokens(normalize(text)) if re.search(r"\w", t) or t in ",()&"]
+    return [t if is_code_case(t) else t.lower() for t in toks]
+
+
+def _addition(added: list[str], before: list[str], inside: bool, restrictive: bool, listed: bool = True) -> str:
+    """What kind of harmless addition ``added`` is ("item", "aside", "modifier"), or ""."""
+    words = [t for t in added if re.search(r"\w", t)]
+    if not words or any(w in _CHANGING or w.endswith("n't") for w in words):
+        return ""
+    if added[0] == "(" and added[-1] == ")":
+        return "aside"  # an alias or an example in parentheses
+    if any(any(ch.isdigit() for ch in w) for w in words) and not (added[0] in _JOINERS or added[-1] in _JOINERS):
+        return ""  # a number added outside a list item: a limit or a version the claim lacks
+    if (added[0] in _JOINERS or added[-1] in _JOINERS) and listed:
+        # another item of the claim's list, unless the list is exhaustive ("only") or the item is
+        # an alternative to what the claim requires (where the claim lists nothing, "and order"
+        # joined to "number" is a new condition, not another item)
+        # an item put in front of the claim's ("B or A" for "A") is read as one after it ("A or B")
+        joined = added if added[0] in _JOINERS else [added[-1], *added[:-1]]
+        return "" if restrictive or _extension_kind(joined, before) else "item"
+    plain = [w for w in words if w not in _FILLERS]
+    if inside and plain and len(plain) <= MAX_MODIFIER and plain[0] not in _SCOPING and not set(words) & _JOINERS:
+        return "modifier"
+    return ""
+
+
+def added_beside(claim_text: str, sentence: str) -> str | None:
+    """The words ``sentence`` adds to the claim (and the prose words it inflects otherwise) when it
+    keeps all the claim's words in order and only adds harmless ones (list items, modifiers,
+    asides; see the module doc), dropping nothing but fillers ("also", a list's "and"); None when
+    it is no such restatement (identical ones included: the verbatim rules judge those)."""
+    c, e = _tokens(claim_text), _tokens(sentence)
+    core = [(i, t) for i, t in enumerate(c) if t not in _FILLERS]
+    n_words = sum(1 for t in c if re.search(r"\w", t))
+    if n_words < MIN_WORDS or c == e:
+        return None
+    # the claim's words other than fillers, found in order (leftmost); what lies between is added
+    found: list[tuple[int, int]] = []
+    k = 0
+    for i, t in core:
+        while k < len(e) and not _same(t, e[k]):
+            k += 1
+        if k == len(e):
+            return None  # a content word of the claim is gone or replaced
+        found.append((i, k))
+        k += 1
+    n_added = sum(1 for t in e if re.search(r"\w", t)) - sum(1 for _, t in core if re.search(r"\w", t))
+    if n_added > max(MAX_ADDED, n_words // 2):
+        return None  # a new sentence around the claim's words, not the claim with words added
+    restrictive = bool(RESTRICTIVE & set(c))
+    added: list[str] = []
+    bounds = [(-1, -1), *found, (len(c), len(e))]
+    for (i0, k0), (i1, k1) in zip(bounds, bounds[1:]):
+        ins = e[k0 + 1 : k1]
+        if not ins or all(t in _FILLERS for t in ins):
+            continue
+        # inside the claim: after its first word or an article before it, and before its end
+        inside = (i0 >= 0 or ins[0] in _FILLERS) and i1 < len(c)
+        # the claim lists at the insertion point: a joiner just before it or just after it
+        listed = bool(_JOINERS & set(c[max(0, i0 - 2) : i0 + 1]) | _JOINERS & set(c[i1 : i1 + 2]))
+        if not _addition(ins, c[: i0 + 1], inside, restrictive, listed):
+            return None
+        added.append(" ".join(ins).replace(" ,", ",").replace("( ", "(").replace(" )", ")"))
+    respelled = [f"{c[i]} -> {e[k]}" for i, k in found if c[i] != e[k]]
+    return "; ".join(added + respelled) if added or respelled else "(fillers only)"
