@@ -189,9 +189,8 @@ def track(stage: str, total: int, unit: str = "items", min_total: int = 1):
         raise
     finally:
         _open.reset(token)
-        spent = time.monotonic() - tracker._started
-        for enclosing in outer:
-            enclosing.nested += spent
+        if outer:  # the enclosing stage's; its own parent counts this time within the enclosing one's
+            outer[-1].nested += time.monotonic() - tracker._started
     tracker.close()
 
 

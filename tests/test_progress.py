@@ -66,6 +66,15 @@ def test_the_eta_reads_the_stages_own_rate_not_its_nested_steps_or_skipped_items
     assert progress.Event("x", 0, 10, "u", 5.0, skipped=0).eta is None
 
 
+def test_a_stage_two_levels_down_counts_once_in_the_outer_stages_nested_time():
+    with progress.track("audit", total=1) as outer:
+        with progress.track("retrieval", total=1):
+            with progress.track("embedding", total=1):
+                time.sleep(0.4)
+        inside = outer.nested
+    assert 0.4 <= inside < 0.75, inside  # the embedding pass once, inside retrieval's time
+
+
 def test_plain_lines_are_periodic():
     out = io.StringIO()
     console = progress.Console(stream=out, tty=False, interval=3600.0)
