@@ -121,6 +121,18 @@ def stated_as_written(claim: Claim, e: Evidence) -> bool:
     return states_as_written(claim.source_text, claim.section, e.sentence, e.section)
 
 
+def _is_current(e: Evidence, newest: dict[str, date]) -> bool:
+    """A passage of its source's newest version among the evidence, in a sentence that version
+    still has (a sentence the newest version dropped is history, even where that version is not
+    among the evidence)."""
+    return _date_key(e.source_date) == newest[e.source_id] and not e.removed_in
+
+
+def _newest_written(claim: Claim, current) -> Evidence | None:
+    """Of the current evidence, the newest passage that states the claim as written."""
+    return max((e for e in current if stated_as_written(claim, e)), key=lambda e: _date_key(e.source_date), default=None)
+
+
 def _supported_as_written(base: dict, e: Evidence) -> Verdict:
     return Verdict(
         **base, label="supported", confidence=STATED_AS_WRITTEN_CONFIDENCE, tier="rules",
@@ -137,9 +149,8 @@ def settled_as_written(claim: Claim, evidence: list[Evidence]) -> Verdict | None
     if not claim.checkworthy or claim.time_sensitive or not evidence:
         return None
     newest = newest_dates(evidence)
-    current = [e for e in evidence if _date_key(e.source_date) == newest[e.source_id] and not e.removed_in]
-    written = [e for e in current if stated_as_written(claim, e)]
-    e = max(written, key=lambda e: _date_key(e.source_date), default=None)
+    current = [e for e in evidence if _is_current(e, newest)]
+    e = _newest_written(claim, current)
     if e is None or any(_date_key(x.source_date) > _date_key(e.source_date) for x in current):
         return None
     return _supported_as_written({"claim_id": claim.claim_id, "evidence_ids": tuple(x.evidence_id for x in evidence)}, e)
@@ -181,9 +192,7 @@ def decide(
     current: dict[str, list[tuple[Evidence, Judgement]]] = defaultdict(list)
     history: dict[str, list[tuple[Evidence, Judgement]]] = defaultdict(list)
     for e, j in pairs:
-        # a sentence the source's newest version dropped is history, even where that newest
-        # version is not among the evidence
-        if _date_key(e.source_date) == newest[e.source_id] and not e.removed_in:
+        if _is_current(e, newest):
             current[e.source_id].append((e, j))
         else:
             history[e.source_id].append((e, j))
@@ -193,8 +202,7 @@ def decide(
         return max(hits, key=lambda p: (p[1].confidence, p[1].tier == "rules"), default=None)
 
     if not claim.time_sensitive:
-        written = [e for items in current.values() for e, _ in items if stated_as_written(claim, e)]
-        e = max(written, key=lambda e: _date_key(e.source_date), default=None)
+        e = _newest_written(claim, (e for items in current.values() for e, _ in items))
         # ... unless a newer source refutes it (a changelog entry that changed the value)
         newer = e is not None and any(
             j.relation == "refutes" and j.confidence >= th["refute"] and _date_key(x.source_date) > _date_key(e.source_date)
