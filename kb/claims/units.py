@@ -12,6 +12,8 @@ from kb.claims.text import sentence_spans
 from kb.config import ClaimSettings
 from kb.records import Block
 
+# the note (Claim.reason) of a list item read with its lead-in ("lead-in: item")
+LEAD_IN_ATTACHED = "lead-in attached"
 # the note (Claim.reason) of a table cell read with its row's key and its column's header; the
 # note goes on with the cell's place in the row ("..., column 4 of 6")
 TABLE_NOTE = "table row with headers"
@@ -231,7 +233,7 @@ def _units_for_sentence(text: str, s: int, e: int, settings: ClaimSettings) -> l
                 base = ps + cm.start("items")
                 for ia, ib in items:
                     item = items_text[ia:ib]
-                    units.append(_Unit(base + ia, base + ib, f"{lead}: {item}", "lead-in attached", "item", True))
+                    units.append(_Unit(base + ia, base + ib, f"{lead}: {item}", LEAD_IN_ATTACHED, "item", True))
                 continue
         if settings.split_coordination and " and " in piece and len(piece) <= _MAX_COORD_CHARS:
             coord = _split_coordination(piece, ps)
@@ -309,7 +311,7 @@ def _block_units(block: Block, settings: ClaimSettings, lead_in: str = "") -> li
         for u in units:
             u.text = f"{lead}: {u.text}"
             u.has_context = True
-            u.note = u.note or "lead-in attached"
+            u.note = u.note or LEAD_IN_ATTACHED
     return units
 
 

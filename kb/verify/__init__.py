@@ -31,7 +31,7 @@ from typing import Any
 
 from kb.claims.split import SETTING_NOTE, setting_line, setting_option
 from kb.claims.text import passage_sentences
-from kb.claims.units import TABLE_NOTE
+from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.versions import written_key
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.additions import ADDED_NOTE
@@ -51,7 +51,6 @@ SETTING_CHANGED_CONFIDENCE = 0.85
 # a claim read as "lead-in: item" it is nei, sure enough that the model does not read it either.
 LEAD_IN_CONFIDENCE = 0.9
 LEAD_IN_NOTE = "the sentence is the lead-in of the claim's list: it states none of the items"
-LEAD_IN_ATTACHED = "lead-in attached"  # the reason of a claim read as "lead-in: item" (kb.claims.units)
 # A table cell is read with its row's key ("Shell Bash: Windows is yes") and its place in the row.
 # A row whose first cell is another key is about another entry and says nothing of the cell,
 # sure enough that the model does not read it. The entry's own row, as wide as the KB's, holds the
