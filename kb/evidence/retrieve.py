@@ -531,16 +531,20 @@ class Retriever(SourceVersions):
         assert self._bm25 is not None  # index() ran on passages
         bm25 = self._bm25.scores([tokenize(claim.text) for claim, _, _ in found])
         for n, (claim, verbatim, j) in enumerate(found):
-            p, sentence = self.passages[j], self.sentences[verbatim]
-            out[claim.claim_id] = [
-                Evidence(claim_id=claim.claim_id, rank=1, passage_id=p.passage_id, source_id=p.source_id,
-                         source_version=p.source_version, source_date=p.source_date, authority=p.authority,
-                         passage=p.text, sentence=sentence.text, score_bm25=float(bm25[n, j]), score_dense=0.0,
-                         score_fused=0.0, section=" > ".join(sentence.section), source_rev=p.source_rev,
-                         source_kind=p.source_kind)
-            ]  # fmt: skip
+            out[claim.claim_id] = [self._evidence(claim.claim_id, 1, j, verbatim, float(bm25[n, j]), 0.0, 0.0)]
         self.settled_claims += len(out)
         return out
+
+    def _evidence(self, claim_id: str, rank: int, j: int, sentence: int, bm25: float, dense: float, fused: float,
+                  counterpart_of: str = "", removed_in: str = "") -> Evidence:  # fmt: skip
+        """Passage ``j`` as evidence for a claim, read as its sentence ``sentence``."""
+        p, s = self.passages[j], self.sentences[sentence]
+        return Evidence(
+            claim_id=claim_id, rank=rank, passage_id=p.passage_id, source_id=p.source_id, source_version=p.source_version,
+            source_date=p.source_date, authority=p.authority, passage=p.text, sentence=s.text, score_bm25=bm25,
+            score_dense=dense, score_fused=fused, counterpart_of=counterpart_of, section=" > ".join(s.section),
+            source_rev=p.source_rev, source_kind=p.source_kind, removed_in=removed_in,
+        )  # fmt: skip
 
     def _newest_source_date(self) -> date:
         if self._corpus_newest is None:
@@ -608,32 +612,11 @@ class Retriever(SourceVersions):
                     # the fact stands in the newest corpus: its passage there is evidence too
                     chosen.append(t)
                     sentence[t] = stands
-                ev = []
-                for rank, j in enumerate(chosen, start=1):
-                    p = self.passages[j]
-                    gone = gone_in.get(j, "")
-                    ev.append(
-                        Evidence(
-                            claim_id=claim.claim_id,
-                            rank=rank,
-                            passage_id=p.passage_id,
-                            source_id=p.source_id,
-                            source_version=p.source_version,
-                            source_date=p.source_date,
-                            authority=p.authority,
-                            passage=p.text,
-                            sentence=self.sentences[sentence[j]].text,
-                            score_bm25=float(bm25[i, j]),
-                            score_dense=_cosine(float(dense[i, j])),
-                            score_fused=float(fused[i, j]),
-                            counterpart_of=counterpart_of.get(j, ""),
-                            section=" > ".join(self.sentences[sentence[j]].section),
-                            source_rev=p.source_rev,
-                            source_kind=p.source_kind,
-                            removed_in=gone,
-                        )
-                    )
-                results[claim.claim_id] = ev
+                results[claim.claim_id] = [
+                    self._evidence(claim.claim_id, rank, j, sentence[j], float(bm25[i, j]), _cosine(float(dense[i, j])),
+                                   float(fused[i, j]), counterpart_of.get(j, ""), gone_in.get(j, ""))
+                    for rank, j in enumerate(chosen, start=1)
+                ]  # fmt: skip
             if on_batch is not None:
                 on_batch(len(batch))
         return results
