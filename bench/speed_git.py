@@ -67,12 +67,6 @@ def git_settings(bundle: Path, work: Path, old: str | None, revs: str | None, de
     return Settings(docs=f"git:{clone}@{old}:{kb_path}", sources=[f"git:{clone}@{','.join(chosen)}:{src_path}"], depth=depth, today=today)
 
 
-def _embedded(store_dir: Path) -> int:
-    from bench.speed import _minilm_encodings
-
-    return _minilm_encodings(store_dir)
-
-
 def _work_done(result: AuditResult) -> tuple[int, int, int]:
     """Check-worthy claims, of them those settled as written, and the pairs the verifier judged."""
     claims = {c.claim_id: c for c in result.claims if c.checkworthy}
@@ -116,6 +110,8 @@ def _cold(settings: Settings) -> dict:
 
 
 def run_git(bundle: str, old: str | None, revs: str | None, depth: str, workdir: str | None) -> dict[str, float]:
+    from bench.speed import _minilm_encodings
+
     work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kbaudit-speed-git-"))
     try:
         base = git_settings(Path(bundle), work, old, revs, depth)
@@ -132,7 +128,7 @@ def run_git(bundle: str, old: str | None, revs: str | None, depth: str, workdir:
             "cold_s": cold["wall_s"],
             "cold_claims_per_s": n / cold["wall_s"],
             "cold_audit_s": cold["seconds"],
-            "texts_embedded": float(_embedded(default.out)),
+            "texts_embedded": float(_minilm_encodings(default.out)),
             "verifier_pairs": float(cold["pairs"]),
             "settled_without_model_share": cold["settled"] / n if n else 0.0,
             "peak_rss_mb": cold["peak_rss_mb"],
@@ -141,7 +137,7 @@ def run_git(bundle: str, old: str | None, revs: str | None, depth: str, workdir:
             "cold_s_minilm": other["wall_s"],
             "cold_claims_per_s_minilm": other["claims"] / other["wall_s"],
             "cold_audit_s_minilm": other["seconds"],
-            "texts_embedded_minilm": float(_embedded(minilm.out)),
+            "texts_embedded_minilm": float(_minilm_encodings(minilm.out)),
             "verifier_pairs_minilm": float(other["pairs"]),
             "peak_rss_mb_minilm": other["peak_rss_mb"],
             "speedup_over_minilm": (n / cold["wall_s"]) / (other["claims"] / other["wall_s"]),
