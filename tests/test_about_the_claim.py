@@ -37,6 +37,10 @@ def test_a_refutation_about_the_claim_still_contradicts():
     rule = Judgement("refutes", 0.88, "model", "model refutes (p=0.88) and rules agree: duration", "30 seconds", "60 seconds")
     v = decide(claim(text), [ev("guide.md", date(2025, 1, 28), far)], [rule], TODAY)
     assert v.label == "contradicted" and v.evidence_value == "60 seconds", v
+    # the same subject in another order: the claim's words, another value
+    reordered = "Backups are kept for 30 days on the Team plan."
+    v = decide(claim("The Team plan keeps backups for 14 days."), [ev("policy.md", date(2025, 1, 28), reordered)], [MODEL_REFUTES], TODAY)
+    assert v.label == "contradicted", v
     # the same issue, another wording
     v = decide(claim("#8796: Fixed internal error when skipping doctests."),
                [ev("changes.md", date(2025, 1, 28), "Fix #8796: skipping a doctest crashes with an internal error.")],

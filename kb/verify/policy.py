@@ -33,6 +33,7 @@ from kb.evidence.versions import states_as_written
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import added_beside
 from kb.verify.slots import canonical, extract, informative_words, similarity, word_tokens
+from kb.verify.tokens import content_set
 
 DEFAULT_THRESHOLDS = {
     "support": 0.5,  # a supports judgement counts at or above this confidence
@@ -43,6 +44,7 @@ DEFAULT_THRESHOLDS = {
     "verbatim": 0.97,  # a judgement this sure means the source states the claim word for word
     "revision": 0.6,  # similarity of a newest-version sentence to a claim an older version stated
     "counterpart": 0.5,  # similarity of the older and newer sentences for a model-decided stale
+    "same_words": 0.75,  # share of the claim's words a sentence in another order must hold to be about it
     "clear_side": 0.75,  # when current sources disagree, a side this sure wins...
     "weak_side": 0.6,  # ...against a side below this
 }
@@ -439,7 +441,9 @@ def _unlike_model_refutation(claim: Claim, e: Evidence, j: Judgement, bar: float
     """A refutation only the model read (no rule found a conflicting value) from a sentence that is
     not about the claim's subject: one that names other code than the claim's, an entry about other
     issues than the claim's ("#628" for a claim about "#8796"), or one less like the claim than
-    ``bar`` (the counterpart similarity)."""
+    ``bar`` (the counterpart similarity) that does not hold most of the claim's words in another
+    order either ("The plan keeps backups for 14 days" / "Backups are kept for 30 days on the
+    plan" is the same subject)."""
     if not _model_only(j) or not e.sentence:
         return False
     if _other_names(claim, e.sentence):
@@ -449,7 +453,16 @@ def _unlike_model_refutation(claim: Claim, e: Evidence, j: Judgement, bar: float
     theirs = set(_ISSUE_REF.findall(e.sentence))
     if mine and theirs:
         return not mine & theirs  # the same issue is the same subject, however it is worded
-    return max(similarity(t, e.sentence) for t in texts) < bar
+    if max(similarity(t, e.sentence) for t in texts) >= bar:
+        return False
+    return not any(_holds_words_of(e.sentence, t, DEFAULT_THRESHOLDS["same_words"]) for t in texts)
+
+
+def _holds_words_of(sentence: str, text: str, share: float) -> bool:
+    """``sentence`` holds at least ``share`` of ``text``'s content words other than numbers (the
+    values are what may differ), in any order; ``text`` has at least MIN_CONTEXT_WORDS of them."""
+    words = {w for w in content_set(text) if not w[0].isdigit()}
+    return len(words) >= MIN_CONTEXT_WORDS and len(words & content_set(sentence)) >= share * len(words)
 
 
 def _changelog_supersedes(claim: Claim, base: dict, sup: dict, ref: dict) -> Verdict | None:
