@@ -18,6 +18,14 @@ same at stricter confidence floors (``precision_at_0.7``, ``precision_at_0.8``) 
 supported claims judged right (``supported_right``, with its interval). Unjudged rows are counted
 (``unjudged``) and left out.
 
+``--facts FILE`` scores recall on changed facts found in the release diffs before the findings
+are read: a CSV with ``doc_id`` (the page, relative to the docs folder of the old release) and
+``old_text`` (words of the sentence as the old release states it), one row per fact that a later
+release changed or removed. A fact is found when a claim of that page holding those words is
+stale or contradicted (``facts``, ``facts_found``, ``facts_recall`` with its interval,
+``facts_without_claim``: no claim holds the words, so the parser lost or split them); each missed
+fact is logged.
+
 The data folder comes from ``--data`` or ``$KBAUDIT_DATA/docs-histories``.
 """
 
@@ -28,6 +36,7 @@ import json
 import logging
 import math
 import random
+import re
 import subprocess
 import tempfile
 import time
@@ -73,6 +82,9 @@ class Params(BaseModel):
     depth: str = Field(default="D1", description="verification depth (default D1)")
     sample_csv: str | None = Field(default=None, description="write the sample to judge here (CSV)")
     score: str | None = Field(default=None, description="score a judged sample CSV instead of auditing")
+    facts: str | None = Field(
+        default=None, description="a CSV of changed facts (doc_id, old_text) found in the diffs: print the recall on them"
+    )
     workdir: str | None = Field(default=None, description="keep the clone and the stage caches here (default: a temporary folder)")
 
 
@@ -122,6 +134,45 @@ def score(path: Path) -> dict[str, float]:
     out.update(supported_judged=float(len(supported)), supported_right=right / len(supported) if supported else 0.0,
                supported_right_lo=lo, supported_right_hi=hi)  # fmt: skip
     return {k: round(v, 4) for k, v in out.items()}
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[`*_]", "", text).lower().split())
+
+
+def read_facts(path: Path) -> list[dict]:
+    if not path.is_file():
+        raise ConfigError(f"bench findings: --facts {path}: no such file")
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    missing = {"doc_id", "old_text"} - set(rows[0] if rows else {})
+    if missing:
+        raise ConfigError(f"bench findings: --facts {path}: not a facts file (no {', '.join(sorted(missing))} column)")
+    return rows
+
+
+def facts_recall(result, facts: list[dict]) -> dict[str, float]:
+    """Recall on changed facts: a fact counts found when a claim of its page that holds its words
+    (markup and case aside) is stale or contradicted."""
+    labels = {v.claim_id: v.label for v in result.verdicts}
+    by_doc: dict[str, list] = {}
+    for c in result.claims:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    found = without_claim = 0
+    for fact in facts:
+        words = _words(fact["old_text"])
+        holders = [c for c in by_doc.get(fact["doc_id"], []) if words in _words(c.source_text or c.text)]
+        if not holders:
+            without_claim += 1
+            log.info("changed fact without a claim: %s: %s", fact["doc_id"], fact["old_text"])
+        elif any(labels.get(c.claim_id) in FINDING_LABELS for c in holders):
+            found += 1
+        else:
+            got = ", ".join(sorted({labels.get(c.claim_id, "none") for c in holders}))
+            log.info("changed fact missed (%s): %s: %s", got, fact["doc_id"], fact["old_text"])
+    lo, hi = wilson(found, len(facts))
+    return {"facts": float(len(facts)), "facts_found": float(found), "facts_recall": found / len(facts) if facts else 0.0,
+            "facts_recall_lo": lo, "facts_recall_hi": hi, "facts_without_claim": float(without_claim)}  # fmt: skip
 
 
 def project_entry(data: Path, name: str) -> dict:
@@ -197,6 +248,7 @@ def audit(params: Params, work: Path) -> dict[str, float]:
         raise ConfigError("bench findings: pass --project NAME (or --score FILE)")
     if not params.data:
         raise ConfigError("bench findings: pass --data (a docs-histories folder) or set KBAUDIT_DATA")
+    facts = read_facts(Path(params.facts)) if params.facts else None
     data = Path(params.data)
     entry = project_entry(data, params.project)
     clone = work / f"{params.project}.git"
@@ -229,6 +281,7 @@ def audit(params: Params, work: Path) -> dict[str, float]:
         "claims": float(len(result.claims)), "checkworthy": float(checkworthy), "findings": float(found),
         "findings_per_100_checkworthy": 100.0 * found / checkworthy if checkworthy else 0.0,
         **{f"label_{k}": float(v) for k, v in labels.items()}, "audit_s": audit_s,
+        **(facts_recall(result, facts) if facts is not None else {}),
     }  # fmt: skip
     return {k: round(v, 4) for k, v in metrics.items()}
 

@@ -41,8 +41,12 @@ def corpus(tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_the_changed_default_is_a_finding_to_judge_and_the_judged_sample_scores(corpus, tmp_path):
     sample = tmp_path / "sample.csv"
-    metrics = run(Params(project="product", data=str(corpus), old="v1.0.0", sample_csv=str(sample), workdir=str(tmp_path / "w")))
+    facts = tmp_path / "facts.csv"  # the changed default, and a sentence no release ever held
+    facts.write_text("doc_id,old_text\nguide.md,default timeout is 30 seconds\nguide.md,Downloads are limited\n", "utf-8")
+    metrics = run(Params(project="product", data=str(corpus), old="v1.0.0", sample_csv=str(sample), workdir=str(tmp_path / "w"),
+                         facts=str(facts)))  # fmt: skip
     assert metrics["checkworthy"] >= 3 and metrics["findings"] >= 1, metrics
+    assert (metrics["facts"], metrics["facts_found"], metrics["facts_without_claim"], metrics["facts_recall"]) == (2, 1, 1, 0.5)
     with sample.open(newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     findings = [r for r in rows if r["kind"] == "finding"]
@@ -65,6 +69,13 @@ def test_the_changed_default_is_a_finding_to_judge_and_the_judged_sample_scores(
     assert scored["judged"] == len(findings) and scored["precision"] == round(real / len(findings), 4)
     assert scored["precision_lo"] <= scored["precision"] <= scored["precision_hi"]
     assert scored["supported_right"] == 1.0 and scored["unjudged"] == 0
+
+
+def test_a_facts_file_without_its_columns_is_refused(tmp_path):
+    bad = tmp_path / "facts.csv"
+    bad.write_text("page,text\nguide.md,x\n", "utf-8")
+    with pytest.raises(ConfigError, match="not a facts file"):
+        run(Params(project="product", data=str(tmp_path), facts=str(bad)))
 
 
 def test_wilson_interval_and_bad_judgements(tmp_path):
