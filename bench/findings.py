@@ -161,7 +161,7 @@ def facts_recall(result, facts: list[dict]) -> dict[str, float]:
     found = without_claim = 0
     for fact in facts:
         words = _words(fact["old_text"])
-        holders = [c for c in by_doc.get(fact["doc_id"], []) if words in _words(c.source_text or c.text)]
+        holders = [c for c in by_doc.get(fact["doc_id"], []) if words in _words(c.source_text or "") or words in _words(c.text)]
         if not holders:
             without_claim += 1
             log.info("changed fact without a claim: %s: %s", fact["doc_id"], fact["old_text"])
