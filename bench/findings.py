@@ -137,7 +137,9 @@ def score(path: Path) -> dict[str, float]:
 
 
 def _words(text: str) -> str:
-    return " ".join(re.sub(r"[`*_]", "", text).lower().split())
+    """Text without markup, case or table punctuation: a table row (`| Default: | 20 |`) and its
+    claim (`Default:: 20`) read alike."""
+    return " ".join(re.sub(r"[`*_:|]", " ", text.replace("_", "")).lower().split())
 
 
 def read_facts(path: Path) -> list[dict]:
