@@ -49,17 +49,19 @@ def written_key(text: str) -> str:
     return " ".join(_WORD.findall(text.lower().replace("()", "")))
 
 
-def states_as_written(claim_text: str, claim_section: str, sentence: str, sentence_section: str) -> bool:
+def states_as_written(claim_text: str, claim_section: str, sentence: str, sentence_section: str, alone: bool = False) -> bool:
     """Whether ``sentence`` states the claim as written, word for word: a whole sentence of
     ``VERBATIM_ANYWHERE_WORDS`` words or more anywhere; a shorter line (a list item, a name) only
-    under the same heading path, and never one that states a value (a default, a number), which
-    the same reference repeats for other options."""
+    under the same heading path, and one that states a value (a default, a number, "key: value")
+    only where it stands ``alone`` under that heading: the same reference repeats "Default:
+    True." for every option of a list, while "macos_arm64" or "path: The PATH environment
+    variable" is one entry's own line."""
     key = written_key(claim_text)
     if not key or written_key(sentence) != key:
         return False
     if len(key.split()) >= VERBATIM_ANYWHERE_WORDS:
         return True
-    return claim_section == sentence_section and not _VALUE.search(claim_text)
+    return claim_section == sentence_section and (alone or not _VALUE.search(claim_text))
 
 
 class SourceVersions:
@@ -225,8 +227,12 @@ class SourceVersions:
         one under the claim's own heading path first. None when there is none."""
         key = sentence_key(claim.source_text)
         found = self._newest_corpus()[0].get(key) if key else None
+        # how often each source's newest version has the line under each heading path: a value
+        # line stands for one entry only where it is the heading's only line of that wording
+        homes = Counter(self._sentence_home(i) for i in found or ())
         written = [i for i in found or () if states_as_written(claim.source_text, claim.section, self.sentences[i].text,
-                                                               " > ".join(self.sentences[i].section))]  # fmt: skip
+                                                               " > ".join(self.sentences[i].section),
+                                                               alone=homes[self._sentence_home(i)] == 1)]  # fmt: skip
         here = [i for i in written if " > ".join(self.sentences[i].section) == claim.section]
         return (here or written or [None])[0]
 

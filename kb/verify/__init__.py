@@ -101,6 +101,7 @@ def table_judgement(claim: Claim, sentence: str) -> Judgement | None:
 # elsewhere; the claim read with it may name the subject instead ("Pool limits takes instances ...").
 _POINTING_SUBJECTS = frozenset("it this that these those they".split())
 MIN_LEAD_WORDS = 3  # a shared lead-in shorter than this could be any sentence's tail
+OTHER_ENTRY_WORDS = 3  # at most this many words name another entry of the list after its lead-in
 
 
 def is_lead_in_of(claim_text: str, sentence: str, item: str = "") -> bool:
@@ -124,6 +125,29 @@ def is_lead_in_of(claim_text: str, sentence: str, item: str = "") -> bool:
         sentence_lead = sentence_lead[1:]
     n = min(len(claim_lead), len(sentence_lead))
     return n >= MIN_LEAD_WORDS and claim_lead[-n:] == sentence_lead[-n:]
+
+
+def within_lead_in(claim: Claim, sentence: str) -> bool:
+    """``sentence`` is one of the sentences of the lead-in a list item claim was read with
+    ("--platform: A platform specifier. For example, ... Available options are: macos_arm64" and
+    "For example, ..."), without the item: like the lead-in's last line, it states none of the
+    list's items, and the item's words missing from it are no sign that the item went."""
+    if claim.reason != LEAD_IN_ATTACHED or not claim.source_text:
+        return False
+    words, item = canonical(claim.text).split(), canonical(claim.source_text).split()
+    said = canonical(sentence)
+    if not item or len(words) <= len(item) or words[-len(item) :] != item or len(said.split()) < MIN_LEAD_WORDS:
+        return False
+    lead = " ".join(words[: -len(item)])
+    if f" {said} " in f" {lead} " and f" {' '.join(item)} " not in f" {said} ":
+        return True
+    # the lead-in read with another entry's name ("... the following sources: venv:"): a line
+    # about that entry, ending where its description would start
+    said_words, lead_words = said.split(), lead.split()
+    k = next((n for n, (a, b) in enumerate(zip(said_words, lead_words)) if a != b), min(len(said_words), len(lead_words)))
+    rest = said_words[k:]
+    return (sentence.rstrip().rstrip("*_`").endswith(":") and k >= MIN_LEAD_WORDS and 0 < len(rest) <= OTHER_ENTRY_WORDS
+            and len(lead_words) - k <= OTHER_ENTRY_WORDS and item[: len(rest)] != rest)  # fmt: skip
 
 
 DEFAULT_VERIFIER_THRESHOLDS = {
@@ -254,7 +278,7 @@ class Verifier:
         best: Judgement | None = None
         best_sentence = sentence
         for s in cands:
-            if is_lead_in_of(claim.text, s, claim.source_text if claim.reason == LEAD_IN_ATTACHED else ""):
+            if is_lead_in_of(claim.text, s, claim.source_text if claim.reason == LEAD_IN_ATTACHED else "") or within_lead_in(claim, s):
                 j = Judgement("nei", LEAD_IN_CONFIDENCE, "rules", LEAD_IN_NOTE)
                 if _rank(j) > _rank(best):
                     best, best_sentence = j, s
