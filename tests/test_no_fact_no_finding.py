@@ -41,3 +41,24 @@ def test_a_condition_cut_from_its_sentence_states_nothing():
     refuted = Judgement("refutes", 0.88, "model", "model: refutes (p=0.88)")
     v = decide(claim("When you run the init command"), [ev("scripts.md", sentence="post_init: Run after init")], [refuted], TODAY)
     assert v.label == "uncertain", v
+
+
+def test_a_copy_edit_is_no_revision():
+    from kb.verify.revision import contrast
+    from tests.test_policy import NEW, OLD
+
+    # "which" -> "that": the newest version still states the claim
+    text = "It is best to use keys which are available on all keyboards."
+    old = ev("themes.md", OLD, text)
+    new = ev("themes.md", NEW, "It is best to use keys that are available on all keyboards.", rank=2)
+    v = decide(claim(text), [old, new], [EXACT, Judgement("nei", 0.6, "model", "model: nei (p=0.60)")], TODAY)
+    assert v.label != "stale", v
+    # ... but a word that changes the fact still revises it
+    changed = ev("themes.md", NEW, "It is best to use keys which are available on most keyboards.", rank=2)
+    v = decide(claim(text), [old, changed], [EXACT, Judgement("nei", 0.6, "model", "model: nei (p=0.60)")], TODAY)
+    assert v.label == "stale", v
+    # a name written out with its namespace is the same name
+    said = "Plugins listen to the signals of the same name."
+    assert contrast(said, said, "Plugins listen to the pdm.signals of the same name.") is None
+    renamed = contrast(said, said, "Plugins listen to the pdm.events of the same name.")
+    assert renamed is not None and renamed.side == "older"

@@ -65,6 +65,7 @@ _FINITE_VERB = re.compile(
     re.IGNORECASE,
 )
 
+_ARTICLES = frozenset("a an the which that who".split())
 UNDECIDABLE_TYPES = ("speculative", "normative")
 # A source's newest version that states the claim as written, word for word, settles it: the
 # fact did not change there, whatever a model reads into another sentence.
@@ -574,15 +575,24 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
     sentences = {s for e, _ in items for s in [e.sentence, *passage_sentences(e.passage)] if s}
     if any(added_beside(t, s) is not None for t in all_texts for s in sentences):
         return None  # it still states it, with a list item, a modifier or an aside added
+    stated = {_without_articles(t) for t in all_texts}
     best = None
     for e, _ in items:
         for sentence in dict.fromkeys([e.sentence] + passage_sentences(e.passage)):
             if not sentence or canonical(sentence) in keys or _spelling(sentence) in spelled:
                 continue
+            if _without_articles(sentence) in stated:
+                return None  # "keys which are" / "keys that are", "a RFC" / "an RFC": it still states it
             score = max(similarity(t, sentence) for t in texts)
             if score >= threshold and (best is None or score > best[2]):
                 best = (e, sentence, score)
     return best
+
+
+def _without_articles(text: str) -> str:
+    """The sentence's words without articles and relative pronouns, which a copy edit swaps ("which"
+    / "that", "a" / "an") without changing what it states. Negations, modals and quantifiers stay."""
+    return " ".join(w for w in canonical(text).split() if w not in _ARTICLES)
 
 
 def _spelling(text: str) -> str:
