@@ -15,6 +15,7 @@ from rapidfuzz.utils import default_process
 
 # Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
 # passages are cut the same way.
+from kb.claims.split import setting_option
 from kb.evidence.bm25 import _BM25
 from kb.evidence.passages import _Span, sentence_key, tokenize
 from kb.records import Claim, Passage
@@ -232,9 +233,24 @@ class SourceVersions:
         homes = Counter(self._sentence_home(i) for i in found or ())
         written = [i for i in found or () if states_as_written(claim.source_text, claim.section, self.sentences[i].text,
                                                                " > ".join(self.sentences[i].section),
-                                                               alone=homes[self._sentence_home(i)] == 1)]  # fmt: skip
+                                                               alone=homes[self._sentence_home(i)] == 1
+                                                               and self._names_option(i, setting_option(claim)))]  # fmt: skip
         here = [i for i in written if " > ".join(self.sentences[i].section) == claim.section]
         return (here or written or [None])[0]
+
+    def _names_option(self, sentence: int, option: str) -> bool:
+        """For a setting line read with its option (``option``; "" for any other claim), whether the
+        line is that option's own: the line before it names the option, or its heading does. Another
+        option's "Optional, Default=0s" may stand alone under a heading its neighbour's changed."""
+        if not option:
+            return True
+        key = written_key(option)
+        section = self.sentences[sentence].section
+        if section and written_key(section[-1]) == key:
+            return True
+        before = sentence - 1
+        return (before >= 0 and self._version_of_sentence(before) == self._version_of_sentence(sentence)
+                and written_key(self.sentences[before].text).endswith(key))  # fmt: skip
 
     def _sentence_home(self, sentence: int) -> tuple[str, tuple[str, ...]]:
         """The source and heading path a sentence stands under (the same in every version)."""
