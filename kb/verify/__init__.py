@@ -63,12 +63,13 @@ _CELL_PLACE = re.compile(r"column (\d+) of (\d+)")
 ISSUE_LABEL = re.compile(r"^\s*(?::issue:`?\d+`?|#\d+|issue\s*#?\d+)\s*[:\-\u2013]\s*", re.IGNORECASE)
 
 
-def table_judgement(claim: Claim, sentence: str) -> Judgement | None:
+def table_judgement(claim: Claim, sentence: str, passage: str = "") -> Judgement | None:
     """A table cell's claim against a table row (cells joined by " | "): nei when the row is
     another entry's; on the entry's own row with as many cells, supports when the cell in the
     claim's place holds its value and refutes when it holds another; on a reshaped row, supports
     when one cell holds the value and nei when several do; None when the sentence is no row or
-    the reshaped row lacks the value (the other rules and the model judge it)."""
+    the reshaped row lacks the value (the other rules and the model judge it). A row cut where its
+    last cell's first sentence ends is read on in ``passage``."""
     cells = [c.strip() for c in sentence.split(" | ")]
     place = _CELL_PLACE.search(claim.reason)
     if len(cells) < 2 or place is None:
@@ -93,6 +94,14 @@ def table_judgement(claim: Claim, sentence: str) -> Judgement | None:
     now = cells[column - 1]
     if written_key(now) == value:
         return Judgement("supports", SAME_ROW_CONFIDENCE, "rules", "the entry's own row holds the value in its place")
+    if column == width and written_key(now) and value.startswith(written_key(now) + " "):
+        # the row was cut where its last cell's first sentence ends ("Disables output processing."
+        # of "Disables output processing. Default for redirected output"): the passage goes on
+        row, text = written_key(sentence), written_key(passage)
+        if f"{row} {value[len(written_key(now)) + 1 :]}" in text:
+            return Judgement("supports", SAME_ROW_CONFIDENCE, "rules", "the entry's own row holds the value in its place")
+        if row not in text or text.endswith(row):
+            return None  # the passage ends with the row: what follows in the cell is not in view
     return Judgement("refutes", CELL_CHANGED_CONFIDENCE, "rules", f"the entry's row now reads {now!r} in that place",
                      claim.source_text.strip(), now)  # fmt: skip
 
@@ -260,7 +269,7 @@ class Verifier:
         if claim.reason == SETTING_NOTE:
             return self._setting_judgement(claim, ev, sentence)
         if claim.reason.startswith(TABLE_NOTE):
-            row = table_judgement(claim, sentence)
+            row = table_judgement(claim, sentence, ev.passage or "")
             if row is not None:
                 return row, sentence
         texts = [claim.text]
