@@ -340,11 +340,6 @@ Shortcode bodies are prose too.
 fmt.Println("code, not prose")
 {{< /highlight >}}
 
-{{< codeFromInline lang="yaml" >}}
-nodes:
-- role: control-plane
-{{< /codeFromInline >}}
-
 --8<-- "content/includes/oss-box.md"
 {!upgrade-notice.md!}
 {!> warning.md !}

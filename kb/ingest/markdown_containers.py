@@ -24,9 +24,7 @@ _DIRECTIVE_OPTION = re.compile(r"[ \t]*:[\w-]+:(?:[ \t].*)?$")
 _INCLUDE_LINE = re.compile(r"[ \t]*(?:--8<--[ \t]+[\"'][^\"']*[\"']|\{!>?[^{}]*!\}|\{%[ \t]*include[ \t][^{}]*%\})[ \t]*$")
 _SNIPPET_BLOCK = re.compile(r"[ \t]*--8<--[ \t]*$")
 _SHORTCODE_LINE = re.compile(r"[ \t]*(?:\{\{[<%][^{}]*[%>]\}\}[ \t]*)+$")
-# a paired shortcode named for code wraps code: Hugo's highlight, and a site's own code shortcodes
-# ("codeFromInline", "code-block")
-_SHORTCODE_CODE = re.compile(r"[ \t]*\{\{[<%][ \t]*(highlight|mermaid|code[\w-]*)(?![\w-])[^{}]*[%>]\}\}")
+_SHORTCODE_CODE = re.compile(r"[ \t]*\{\{[<%][ \t]*(highlight|code|mermaid)\b[^{}]*[%>]\}\}")
 _ATTR_LIST_LINE = re.compile(r"[ \t]*\{:?[ \t]*[.#][^{}]*\}[ \t]*$|\([\w/.:-]+\)=[ \t]*$")  # attr list; MyST target
 _MARKUP_LEADS = frozenset("!?=:`~{(-")
 # directives whose body is prose (MyST / Sphinx admonitions); any other directive is skipped
