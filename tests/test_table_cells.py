@@ -71,9 +71,10 @@ def test_a_last_cell_of_two_sentences_is_read_whole(tmp_path):
 | --- | --- |
 | `--pretty=all` | Apply both colors and formatting. Default for terminal output |
 | `--pretty=none` | Disables output processing. Default for redirected output |
+| `--pretty=format` | Apply formatting. Not the default. You can set it with `--pretty=format` |
 """
     verdicts = _audit(tmp_path, table, table)
-    cells = {text: v for text, v in verdicts.items() if "Default for" in text}
+    cells = {text: v for text, v in verdicts.items() if "Default for" in text or "Not the default" in text}
     assert cells and all(v.label == "supported" for v in cells.values()), cells
     # the cell's second sentence gone, with the next row in view, is a change of the cell
     (tmp_path / "gone").mkdir()

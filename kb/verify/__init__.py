@@ -98,10 +98,13 @@ def table_judgement(claim: Claim, sentence: str, passage: str = "") -> Judgement
         # the row was cut where its last cell's first sentence ends ("Disables output processing."
         # of "Disables output processing. Default for redirected output"): the passage goes on
         row, text = written_key(sentence), written_key(passage)
-        if f"{row} {value[len(written_key(now)) + 1 :]}" in text:
-            return Judgement("supports", SAME_ROW_CONFIDENCE, "rules", "the entry's own row holds the value in its place")
-        if row not in text or text.endswith(row):
+        rest, at = value[len(written_key(now)) + 1 :], text.find(row)
+        after = text[at + len(row) :].strip() if at >= 0 else ""
+        if not after:
             return None  # the passage ends with the row: what follows in the cell is not in view
+        if after.startswith(rest) or rest.startswith(after):
+            # the cell goes on as the claim's value does (as far as the passage shows it)
+            return Judgement("supports", SAME_ROW_CONFIDENCE, "rules", "the entry's own row holds the value in its place")
     return Judgement("refutes", CELL_CHANGED_CONFIDENCE, "rules", f"the entry's row now reads {now!r} in that place",
                      claim.source_text.strip(), now)  # fmt: skip
 
