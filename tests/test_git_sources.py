@@ -326,6 +326,8 @@ def test_what_the_newest_release_states_as_written_is_supported(tmp_path):
 
     repo = make_repo(tmp_path)
     errors = "# Errors\n\n## The hierarchy\n\n* HTTPError\n    * RequestError\n        * TransportError\n        * DecodingError\n    * StatusError\n\n"
+    # entries of the form "name: description", and names with digits, are each entry's own line
+    errors += "## Finder\n\nThe client looks for proxies in these places:\n\n- `env`: The environment variables\n- `winreg`: The Windows registry\n- `macos_arm64`\n\n"
     limits = "## Limits\n\nThe default timeout is 30 seconds.\n\nResponses are decoded with the charset that the server declares.\n"
     release(repo, "v1.0.0", "2024-01-10", {"docs/errors.md": errors + limits})
     release(repo, "v2.0.0", "2024-09-01", {"docs/errors.md": errors + "## Limits\n\nThe default timeout is 60 seconds.\n",
@@ -338,6 +340,27 @@ def test_what_the_newest_release_states_as_written_is_supported(tmp_path):
     verdict = {c.source_text: v for c in result.claims if c.checkworthy for v in result.verdicts if v.claim_id == c.claim_id}
     for name in ("RequestError", "TransportError", "DecodingError", "StatusError"):
         assert verdict[name].label == "supported" and "word for word" in verdict[name].rationale, (name, verdict[name])
+    for line in ("winreg: The Windows registry", "macos_arm64"):  # found as evidence, then judged by the rules
+        assert verdict[line].label == "supported" and verdict[line].evidence_sentence == line, (line, verdict[line])
     moved = verdict["Responses are decoded with the charset that the server declares."]
     assert moved.label == "supported" and moved.evidence_sentence == "Responses are decoded with the charset that the server declares."
     assert verdict["The default timeout is 30 seconds."].label in ("contradicted", "stale")
+
+
+def test_another_options_setting_line_left_alone_under_the_heading_is_not_the_changed_ones(tmp_path):
+    """Two options' setting lines under one heading: the newest release changed one, and the other's
+    line now stands alone there. It is still the other option's line, so the changed one is stale."""
+    from kb.chain import run_audit
+
+    repo = make_repo(tmp_path)
+    timeouts = "# Server\n\n## Timeouts\n\n`readTimeout`:\n\nOptional, Default=0s\n\n`writeTimeout`:\n\nOptional, Default=0s\n"
+    release(repo, "v1.0.0", "2024-01-10", {"docs/server.md": timeouts})
+    release(repo, "v2.0.0", "2024-09-01", {"docs/server.md": timeouts.replace("Default=0s", "Default=60s", 1)})
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "server.md").write_text("---\nupdated: 2024-01-10\n---\n" + timeouts)
+    settings = Settings(docs=kb, sources=[f"git:{repo}@v1.0.0,v2.0.0:docs"], depth="D1", today=TODAY, full=True).validate()
+    result = run_audit(settings)
+    verdict = {c.text: v for c in result.claims if c.checkworthy for v in result.verdicts if v.claim_id == c.claim_id}
+    assert verdict["readTimeout: Optional, Default=0s"].label == "stale", verdict
+    assert verdict["writeTimeout: Optional, Default=0s"].label == "supported", verdict

@@ -59,3 +59,25 @@ def test_names_with_digits_are_not_numbers():
     ]  # fmt: skip
     judged = judge_rules("The supported hash algorithms include sha256", "As of Python 3.10, that list consists of:")
     assert judged is None or judged.relation != "refutes", judged
+
+
+def test_a_last_cell_of_two_sentences_is_read_whole(tmp_path):
+    # the source's row is cut where the cell's first sentence ends; the cell still holds both
+    table = """# Output
+
+## Processing
+
+| Option | Effect |
+| --- | --- |
+| `--pretty=all` | Apply both colors and formatting. Default for terminal output |
+| `--pretty=none` | Disables output processing. Default for redirected output |
+| `--pretty=format` | Apply formatting. Not the default. You can set it with `--pretty=format` |
+"""
+    verdicts = _audit(tmp_path, table, table)
+    cells = {text: v for text, v in verdicts.items() if "Default for" in text or "Not the default" in text}
+    assert cells and all(v.label == "supported" for v in cells.values()), cells
+    # the cell's second sentence gone, with the next row in view, is a change of the cell
+    (tmp_path / "gone").mkdir()
+    verdicts = _audit(tmp_path / "gone", table, table.replace(" Default for terminal output", ""))
+    gone = [v for text, v in verdicts.items() if "Default for terminal output" in text]
+    assert gone and all(v.label != "supported" for v in gone), gone

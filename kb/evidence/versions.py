@@ -15,6 +15,7 @@ from rapidfuzz.utils import default_process
 
 # Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
 # passages are cut the same way.
+from kb.claims.split import setting_option
 from kb.evidence.bm25 import _BM25
 from kb.evidence.passages import _Span, sentence_key, tokenize
 from kb.records import Claim, Passage
@@ -49,17 +50,19 @@ def written_key(text: str) -> str:
     return " ".join(_WORD.findall(text.lower().replace("()", "")))
 
 
-def states_as_written(claim_text: str, claim_section: str, sentence: str, sentence_section: str) -> bool:
+def states_as_written(claim_text: str, claim_section: str, sentence: str, sentence_section: str, alone: bool = False) -> bool:
     """Whether ``sentence`` states the claim as written, word for word: a whole sentence of
     ``VERBATIM_ANYWHERE_WORDS`` words or more anywhere; a shorter line (a list item, a name) only
-    under the same heading path, and never one that states a value (a default, a number), which
-    the same reference repeats for other options."""
+    under the same heading path, and one that states a value (a default, a number, "key: value")
+    only where it stands ``alone`` under that heading: the same reference repeats "Default:
+    True." for every option of a list, while "macos_arm64" or "path: The PATH environment
+    variable" is one entry's own line."""
     key = written_key(claim_text)
     if not key or written_key(sentence) != key:
         return False
     if len(key.split()) >= VERBATIM_ANYWHERE_WORDS:
         return True
-    return claim_section == sentence_section and not _VALUE.search(claim_text)
+    return claim_section == sentence_section and (alone or not _VALUE.search(claim_text))
 
 
 class SourceVersions:
@@ -225,10 +228,29 @@ class SourceVersions:
         one under the claim's own heading path first. None when there is none."""
         key = sentence_key(claim.source_text)
         found = self._newest_corpus()[0].get(key) if key else None
+        # how often each source's newest version has the line under each heading path: a value
+        # line stands for one entry only where it is the heading's only line of that wording
+        homes = Counter(self._sentence_home(i) for i in found or ())
         written = [i for i in found or () if states_as_written(claim.source_text, claim.section, self.sentences[i].text,
-                                                               " > ".join(self.sentences[i].section))]  # fmt: skip
+                                                               " > ".join(self.sentences[i].section),
+                                                               alone=homes[self._sentence_home(i)] == 1
+                                                               and self._names_option(i, setting_option(claim)))]  # fmt: skip
         here = [i for i in written if " > ".join(self.sentences[i].section) == claim.section]
         return (here or written or [None])[0]
+
+    def _names_option(self, sentence: int, option: str) -> bool:
+        """For a setting line read with its option (``option``; "" for any other claim), whether the
+        line is that option's own: the line before it names the option, or its heading does. Another
+        option's "Optional, Default=0s" may stand alone under a heading its neighbour's changed."""
+        if not option:
+            return True
+        key = written_key(option)
+        section = self.sentences[sentence].section
+        if section and written_key(section[-1]) == key:
+            return True
+        before = sentence - 1
+        return (before >= 0 and self._version_of_sentence(before) == self._version_of_sentence(sentence)
+                and written_key(self.sentences[before].text).endswith(key))  # fmt: skip
 
     def _sentence_home(self, sentence: int) -> tuple[str, tuple[str, ...]]:
         """The source and heading path a sentence stands under (the same in every version)."""

@@ -63,12 +63,13 @@ _CELL_PLACE = re.compile(r"column (\d+) of (\d+)")
 ISSUE_LABEL = re.compile(r"^\s*(?::issue:`?\d+`?|#\d+|issue\s*#?\d+)\s*[:\-\u2013]\s*", re.IGNORECASE)
 
 
-def table_judgement(claim: Claim, sentence: str) -> Judgement | None:
+def table_judgement(claim: Claim, sentence: str, passage: str = "") -> Judgement | None:
     """A table cell's claim against a table row (cells joined by " | "): nei when the row is
     another entry's; on the entry's own row with as many cells, supports when the cell in the
     claim's place holds its value and refutes when it holds another; on a reshaped row, supports
     when one cell holds the value and nei when several do; None when the sentence is no row or
-    the reshaped row lacks the value (the other rules and the model judge it)."""
+    the reshaped row lacks the value (the other rules and the model judge it). A row cut where its
+    last cell's first sentence ends is read on in ``passage``."""
     cells = [c.strip() for c in sentence.split(" | ")]
     place = _CELL_PLACE.search(claim.reason)
     if len(cells) < 2 or place is None:
@@ -93,6 +94,17 @@ def table_judgement(claim: Claim, sentence: str) -> Judgement | None:
     now = cells[column - 1]
     if written_key(now) == value:
         return Judgement("supports", SAME_ROW_CONFIDENCE, "rules", "the entry's own row holds the value in its place")
+    if column == width and written_key(now) and value.startswith(written_key(now) + " "):
+        # the row was cut where its last cell's first sentence ends ("Disables output processing."
+        # of "Disables output processing. Default for redirected output"): the passage goes on
+        row, text = written_key(sentence), written_key(passage)
+        rest, at = value[len(written_key(now)) + 1 :], text.find(row)
+        after = text[at + len(row) :].strip() if at >= 0 else ""
+        if not after:
+            return None  # the passage ends with the row: what follows in the cell is not in view
+        if after.startswith(rest) or rest.startswith(after):
+            # the cell goes on as the claim's value does (as far as the passage shows it)
+            return Judgement("supports", SAME_ROW_CONFIDENCE, "rules", "the entry's own row holds the value in its place")
     return Judgement("refutes", CELL_CHANGED_CONFIDENCE, "rules", f"the entry's row now reads {now!r} in that place",
                      claim.source_text.strip(), now)  # fmt: skip
 
@@ -101,6 +113,7 @@ def table_judgement(claim: Claim, sentence: str) -> Judgement | None:
 # elsewhere; the claim read with it may name the subject instead ("Pool limits takes instances ...").
 _POINTING_SUBJECTS = frozenset("it this that these those they".split())
 MIN_LEAD_WORDS = 3  # a shared lead-in shorter than this could be any sentence's tail
+OTHER_ENTRY_WORDS = 3  # at most this many words name another entry of the list after its lead-in
 
 
 def is_lead_in_of(claim_text: str, sentence: str, item: str = "") -> bool:
@@ -124,6 +137,29 @@ def is_lead_in_of(claim_text: str, sentence: str, item: str = "") -> bool:
         sentence_lead = sentence_lead[1:]
     n = min(len(claim_lead), len(sentence_lead))
     return n >= MIN_LEAD_WORDS and claim_lead[-n:] == sentence_lead[-n:]
+
+
+def within_lead_in(claim: Claim, sentence: str) -> bool:
+    """``sentence`` is one of the sentences of the lead-in a list item claim was read with
+    ("--platform: A platform specifier. For example, ... Available options are: macos_arm64" and
+    "For example, ..."), without the item: like the lead-in's last line, it states none of the
+    list's items, and the item's words missing from it are no sign that the item went."""
+    if claim.reason != LEAD_IN_ATTACHED or not claim.source_text:
+        return False
+    words, item = canonical(claim.text).split(), canonical(claim.source_text).split()
+    said = canonical(sentence)
+    if not item or len(words) <= len(item) or words[-len(item) :] != item or len(said.split()) < MIN_LEAD_WORDS:
+        return False
+    lead = " ".join(words[: -len(item)])
+    if f" {said} " in f" {lead} " and f" {' '.join(item)} " not in f" {said} ":
+        return True
+    # the lead-in read with another entry's name ("... the following sources: venv:"): a line
+    # about that entry, ending where its description would start
+    said_words, lead_words = said.split(), lead.split()
+    k = next((n for n, (a, b) in enumerate(zip(said_words, lead_words)) if a != b), min(len(said_words), len(lead_words)))
+    rest = said_words[k:]
+    return (sentence.rstrip().rstrip("*_`").endswith(":") and k >= MIN_LEAD_WORDS and 0 < len(rest) <= OTHER_ENTRY_WORDS
+            and len(lead_words) - k <= OTHER_ENTRY_WORDS and item[: len(rest)] != rest)  # fmt: skip
 
 
 DEFAULT_VERIFIER_THRESHOLDS = {
@@ -236,7 +272,7 @@ class Verifier:
         if claim.reason == SETTING_NOTE:
             return self._setting_judgement(claim, ev, sentence)
         if claim.reason.startswith(TABLE_NOTE):
-            row = table_judgement(claim, sentence)
+            row = table_judgement(claim, sentence, ev.passage or "")
             if row is not None:
                 return row, sentence
         texts = [claim.text]
@@ -254,7 +290,7 @@ class Verifier:
         best: Judgement | None = None
         best_sentence = sentence
         for s in cands:
-            if is_lead_in_of(claim.text, s, claim.source_text if claim.reason == LEAD_IN_ATTACHED else ""):
+            if is_lead_in_of(claim.text, s, claim.source_text if claim.reason == LEAD_IN_ATTACHED else "") or within_lead_in(claim, s):
                 j = Judgement("nei", LEAD_IN_CONFIDENCE, "rules", LEAD_IN_NOTE)
                 if _rank(j) > _rank(best):
                     best, best_sentence = j, s

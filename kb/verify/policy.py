@@ -29,6 +29,7 @@ from datetime import date
 
 from kb.claims.split import SETTING_NOTE
 from kb.claims.text import passage_sentences
+from kb.evidence.changelog import is_changelog
 from kb.evidence.versions import states_as_written
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import added_beside
@@ -55,6 +56,7 @@ _POINTS_ELSEWHERE = frozenset(
     """if when whenever once which while because although though unless until after before as since
     where whereas so such this that these those it its they them their he she his her there here""".split()
 )
+_SUBORDINATORS = frozenset("if when whenever once unless until while because although though since whereas".split())
 _FINITE_VERB = re.compile(
     r"\b(?:is|are|was|were|be|been|has|have|had|does|do|did|can|cannot|could|will|would|shall|should"
     r"|may|might|must|began|became|won|wrote|made|took|gave|went|came|met|led|left|lost|ran|sang|saw"
@@ -63,6 +65,7 @@ _FINITE_VERB = re.compile(
     re.IGNORECASE,
 )
 
+_ARTICLES = frozenset("a an the which that who".split())
 UNDECIDABLE_TYPES = ("speculative", "normative")
 # A source's newest version that states the claim as written, word for word, settles it: the
 # fact did not change there, whatever a model reads into another sentence.
@@ -74,7 +77,11 @@ AGED_ACTION = "add a fresher source or re-confirm the claim"
 
 def underspecified(text: str) -> bool:
     """Too little context to know what the claim is about: "Optional, Default=0s", "If depth is
-    set to 2", "this option will be ignored". "Diwali is a festival." is short but complete."""
+    set to 2", "this option will be ignored". "Diwali is a festival." is short but complete. A
+    condition cut from its sentence ("When you run the init command", "If more than one theme is
+    defined as entry points") states nothing, however many words it has."""
+    if _bare_condition(text):
+        return True
     # an identifier names what the claim is about ("entryPoint.priority: Optional, Default=1")
     if informative_words(text) + len(extract(text).identifiers) >= MIN_CONTEXT_WORDS:
         return False
@@ -85,6 +92,14 @@ def underspecified(text: str) -> bool:
         and ended and _FINITE_VERB.search(text) is not None
     )  # fmt: skip
     return not complete
+
+
+def _bare_condition(text: str) -> bool:
+    """A subordinate clause alone: it opens on a subordinator, has no comma after which a main
+    clause could stand, and does not end as a sentence does."""
+    words = word_tokens(text)
+    return (bool(words) and words[0].lower() in _SUBORDINATORS and "," not in text
+            and not text.rstrip().rstrip("\"'”’)]").endswith((".", "!", "?", ":")))  # fmt: skip
 
 
 def _date_key(d: date | None) -> date:
@@ -247,6 +262,8 @@ def decide(
             sup = {}  # a sure refutation against a barely-better-than-chance support
         elif top_s[2].confidence >= th["clear_side"] and top_r[2].confidence < th["weak_side"]:
             ref = {}
+        elif _entry_of_its_release(claim, sup, th["verbatim"]):
+            ref = {}  # a release note states what its release did; a later entry's change is no refutation of it
         else:
             superseding = _changelog_supersedes(claim, base, sup, ref)
             if superseding is not None and superseding.label != "supported":
@@ -496,6 +513,15 @@ def _changelog_supersedes(claim: Claim, base: dict, sup: dict, ref: dict) -> Ver
     return None
 
 
+def _entry_of_its_release(claim: Claim, sup: dict, bar: float) -> bool:
+    """The claim is a changelog's own entry ("Updated highlight.js to 10.5.0.") and a changelog
+    entry states it word for word: the entry tells what its release did, which stays true when a
+    later release changes the same thing again."""
+    return is_changelog(claim.doc_id) and any(
+        v[1].source_kind == "changelog" and v[2].relation == "supports" and v[2].confidence >= bar for v in sup.values()
+    )
+
+
 def _revised(claim: Claim, base: dict, sid: str, old, rev, th) -> Verdict:
     e_new, sentence, score = rev
     return Verdict(
@@ -549,15 +575,24 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
     sentences = {s for e, _ in items for s in [e.sentence, *passage_sentences(e.passage)] if s}
     if any(added_beside(t, s) is not None for t in all_texts for s in sentences):
         return None  # it still states it, with a list item, a modifier or an aside added
+    stated = {_without_articles(t) for t in all_texts}
     best = None
     for e, _ in items:
         for sentence in dict.fromkeys([e.sentence] + passage_sentences(e.passage)):
             if not sentence or canonical(sentence) in keys or _spelling(sentence) in spelled:
                 continue
+            if _without_articles(sentence) in stated:
+                return None  # "keys which are" / "keys that are", "a RFC" / "an RFC": it still states it
             score = max(similarity(t, sentence) for t in texts)
             if score >= threshold and (best is None or score > best[2]):
                 best = (e, sentence, score)
     return best
+
+
+def _without_articles(text: str) -> str:
+    """The sentence's words without articles and relative pronouns, which a copy edit swaps ("which"
+    / "that", "a" / "an") without changing what it states. Negations, modals and quantifiers stay."""
+    return " ".join(w for w in canonical(text).split() if w not in _ARTICLES)
 
 
 def _spelling(text: str) -> str:

@@ -151,6 +151,10 @@ def _contrast(claim: str, older: str, newer: str) -> Contrast | None:
     old_words, new_words = _plain_words(os_), _plain_words(ns)
     removed = {w for w in old_words - new_words if not any(ch.isdigit() for ch in w)}
     added = {w for w in new_words - old_words if not any(ch.isdigit() for ch in w)}
+    # a name written out with its namespace ("signals" -> "pdm.signals") is the same name
+    qualified = {w for w in removed if any(a.endswith("." + w) for a in added)}
+    removed -= qualified
+    added = {a for a in added if not any(a.endswith("." + w) for w in qualified)}
     hit_old, hit_new = removed & claim_words, added & claim_words
     if hit_old and not hit_new:
         votes.append(Contrast("older", WORD_CONFIDENCE, f"the claim says {' '.join(sorted(hit_old))!r}, which only the older "
