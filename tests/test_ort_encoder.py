@@ -53,6 +53,23 @@ def test_onnx_vectors_match_torch_and_the_export_is_reused(tmp_path, monkeypatch
     assert export.stat().st_mtime_ns == mtime
 
 
+def test_batches_are_ordered_by_tokens_and_a_text_embeds_as_it_would_alone():
+    texts = _demo_texts()
+    encoder = Embedder().runner
+    assert isinstance(encoder, OrtEncoder)
+    before = encoder.positions  # the parity check's probes
+    vecs = encoder.encode(texts, batch_size=16)
+    fed = encoder.positions - before
+    # a text's vector does not depend on the texts batched with it (pad positions are masked)
+    alone = np.stack([encoder.encode([t], batch_size=16)[0] for t in texts[:24]])
+    assert np.allclose(vecs[:24], alone, atol=1e-5)
+    # ordered by characters, the same batches would have run more pad positions
+    tokens = encoder._token_counts(texts)
+    by_chars = np.argsort([-len(t) for t in texts], kind="stable")
+    padded = sum(max(tokens[i] for i in by_chars[s : s + 16]) * len(by_chars[s : s + 16]) for s in range(0, len(texts), 16))
+    assert fed == sum(sorted(tokens, reverse=True)[s] * len(tokens[s : s + 16]) for s in range(0, len(texts), 16)) < padded
+
+
 def test_a_damaged_export_is_made_again(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
     first = Embedder(cache_dir=tmp_path)
