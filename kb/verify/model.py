@@ -141,7 +141,11 @@ class ModelJudge:
     ):
         _offline()
         import torch
+        from transformers.utils import logging as hf_logging
 
+        # a run's progress is its own (kb.progress): no bar per weights file (the MiniLM's
+        # loader turned them off when it ran first, and it no longer loads transformers)
+        hf_logging.disable_progress_bar()
         self._torch = torch
         # "auto": bf16 autocast where the CPU has native bf16 (what the shipped calibration was
         # fitted with), else fp32. "fp32" / "bf16" force one.
