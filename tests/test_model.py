@@ -98,6 +98,24 @@ def test_probabilities_are_calibrated_distributions(judge):
     assert np.allclose(single, p, atol=2e-2)
 
 
+def test_pairs_are_batched_by_tokens(judge):
+    from kb.config import DEMO_ROOT
+
+    lines = [line.strip() for path in sorted((DEMO_ROOT / "docs").glob("*.md")) + sorted((DEMO_ROOT / "sources").glob("*.md"))
+             for line in path.read_text(encoding="utf-8").splitlines() if len(line.split()) >= 4]  # fmt: skip
+    rng = random.Random(0)
+    pairs = [(rng.choice(lines), rng.choice(lines)) for _ in range(96)]
+    before = judge.positions
+    judge.logits(pairs)
+    tokens, size = judge.token_counts(pairs), judge.batch_size
+
+    def padded(order: list[int]) -> int:
+        return sum(max(tokens[i] for i in order[s : s + size]) * len(order[s : s + size]) for s in range(0, len(order), size))
+
+    by_chars = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+    assert judge.positions - before == padded(sorted(range(len(pairs)), key=tokens.__getitem__)) < padded(by_chars)
+
+
 def test_local_path_model(tmp_path, judge):
     """Any HF sequence-classification / CrossEncoder folder can replace the shipped weights."""
     judge.model.config.id2label = {0: "entailment", 1: "contradiction", 2: "neutral"}

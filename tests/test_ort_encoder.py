@@ -3,6 +3,9 @@ a damaged export made again, and the setting that chooses the backend."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +15,7 @@ from kb.chain import make_retriever
 from kb.config import DEMO_ROOT, Settings, load_settings
 from kb.errors import ConfigError
 from kb.evidence.embed import Embedder
-from kb.evidence.ort_encoder import OrtEncoder
+from kb.evidence.ort_encoder import PARITY_RECORD, LightEncoder, OrtEncoder
 from kb.evidence.sources import load_sources
 
 
@@ -46,11 +49,53 @@ def test_onnx_vectors_match_torch_and_the_export_is_reused(tmp_path, monkeypatch
 
     assert (nearest(onnx_vecs) == nearest(torch_vecs)).all()
 
+    # the export passed the check, and says so: the next session runs it without torch, the same vectors
+    assert (export.parent / PARITY_RECORD).is_file()
     again = Embedder(cache_dir=tmp_path)
     mtime = export.stat().st_mtime_ns
-    again.embed_uncached(texts[:3])
-    assert isinstance(again.runner, OrtEncoder) and not again.runner.exported
+    light = again.embed_uncached(texts)
+    assert isinstance(again.runner, LightEncoder) and not again.runner.exported
     assert export.stat().st_mtime_ns == mtime
+    assert np.allclose(light, onnx_vecs, atol=1e-6)
+
+
+def test_batches_are_ordered_by_tokens_and_a_text_embeds_as_it_would_alone():
+    texts = _demo_texts()
+    encoder = Embedder().runner
+    assert isinstance(encoder, (OrtEncoder, LightEncoder))
+    before = encoder.positions  # the parity check's probes
+    vecs = encoder.encode(texts, batch_size=16)
+    fed = encoder.positions - before
+    # a text's vector does not depend on the texts batched with it (pad positions are masked)
+    alone = np.stack([encoder.encode([t], batch_size=16)[0] for t in texts[:24]])
+    assert np.allclose(vecs[:24], alone, atol=1e-5)
+    # ordered by characters, the same batches would have run more pad positions
+    tokens = encoder._token_counts(texts)
+    by_chars = np.argsort([-len(t) for t in texts], kind="stable")
+    padded = sum(max(tokens[i] for i in by_chars[s : s + 16]) * len(by_chars[s : s + 16]) for s in range(0, len(texts), 16))
+    assert fed == sum(sorted(tokens, reverse=True)[s] * len(tokens[s : s + 16]) for s in range(0, len(texts), 16)) < padded
+
+
+def test_a_checked_export_runs_without_torch_in_a_new_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    text = "The default timeout is 30 seconds."
+    checked = Embedder()
+    vec = checked.embed_uncached([text])
+    assert isinstance(checked.runner, OrtEncoder)  # the first session checks the export against torch
+    probe = (
+        "import sys; from kb.evidence.embed import Embedder; import numpy as np; e = Embedder(); "
+        f"v = e.embed_uncached([{text!r}]); np.save(sys.argv[1], v); "
+        "print(type(e.runner).__name__, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "v.npy")], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["LightEncoder", "False", "False"]
+    assert np.allclose(np.load(tmp_path / "v.npy"), vec, atol=1e-6)
+    # a changed export is not trusted on its record: the next session checks it again
+    export = checked.runner.path
+    os.utime(export, ns=(export.stat().st_atime_ns, export.stat().st_mtime_ns + 1))
+    again = Embedder()
+    again.embed_uncached(["another text"])
+    assert isinstance(again.runner, OrtEncoder)
 
 
 def test_a_damaged_export_is_made_again(tmp_path, monkeypatch):

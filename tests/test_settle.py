@@ -17,7 +17,7 @@ from kb.evidence.embed import StaticEmbedder
 from kb.evidence.retrieve import Retriever
 from kb.evidence.sources import load_sources
 from kb.records import Claim, SourceDoc
-from kb.verify import verifier_for
+from kb.verify import Verifier, VerifierSettings, verifier_for
 from kb.verify.policy import decide, settled_as_written
 from tests.conftest import store_sql
 from tests.test_git_sources import make_repo, release
@@ -65,6 +65,20 @@ def test_a_newer_source_or_a_time_sensitive_claim_is_searched_not_settled(tmp_pa
     retriever.index(_sources(tmp_path / "one", {"guide.md": (PAGE, date(2024, 1, 1))}))
     assert retriever.settle([_claim(claim.text, time_sensitive=True)]) == {}
     assert retriever.settle([_claim("The client retries a failed request three times before it gives up.")]) == {}
+
+
+def test_the_cross_encoder_is_not_loaded_while_no_pair_needs_it(tmp_path):
+    claim = _claim("The default timeout is 30 seconds for every request that the client sends.")
+    retriever = Retriever(None, first_stage=StaticEmbedder(), settle=True)
+    retriever.index(_sources(tmp_path, {"guide.md": (PAGE, date(2024, 1, 1))}))
+    found = retriever.search([claim])
+    verifier = Verifier(VerifierSettings(use_model=True, settle_as_written=True))
+    (verdict,) = verifier.verify([claim], found, date(2024, 2, 1))
+    assert verdict.label == "supported" and verifier.settled_as_written == 1
+    # the rules settle a verbatim sentence too, past the override: no pair reaches the model
+    judged = verifier.judge_pairs([claim], found)[claim.claim_id]
+    assert [j.tier for j in judged] == ["rules"] and verifier.tier_counts == {"rules": 1}
+    assert verifier._model is None and verifier.model_error is None
 
 
 @pytest.fixture(scope="module")

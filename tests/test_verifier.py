@@ -101,7 +101,11 @@ def test_missing_model_degrades_to_rules_only(tmp_path):
                       {"a": [_ev("a", "gs.md", NEW, NEW_PAGE, "It requires Python 3.9+ to run.", 1)]},
                       date(2025, 6, 1))  # fmt: skip
     assert out.label == "contradicted"
-    assert v.model_error
+    assert v.model_error is None  # the rules were sure: the model was not needed, so not loaded
+    top = "Black makes code review faster by producing the smallest diffs possible."
+    (other,) = v.verify([_claim("b", "Black produces small diffs to speed up reviews.")],
+                        {"b": [_ev("b", "index.md", NEW, top, top, 1)]}, date(2025, 6, 1))  # fmt: skip
+    assert v.model_error and other.label == "uncertain"
 
 
 def test_relevance_gate_spares_the_model_passages_not_about_the_claim():

@@ -34,7 +34,7 @@ import numpy as np
 from kb import progress
 from kb.config import EMBED_BACKENDS, user_cache_dir
 from kb.errors import ConfigError
-from kb.evidence.ort_encoder import ExportError, OrtEncoder
+from kb.evidence.ort_encoder import ExportError, LightEncoder, OrtEncoder
 from kb.log import logger
 
 DEFAULT_BATCH = 64
@@ -91,7 +91,7 @@ class Embedder:
         self.cache_dir = Path(cache_dir) / "embeddings" / key if cache_dir else None
         self.backend = backend
         self._export_dir = user_cache_dir() / "onnx" / key  # one per machine: it depends on the model only
-        self._runner = None  # what embeds: an OrtEncoder, or the SentenceTransformer itself
+        self._runner = None  # what embeds: a LightEncoder or OrtEncoder, or the SentenceTransformer itself
         self._model = None
         self._lock = threading.RLock()
         self._index: dict[bytes, int] | None = None
@@ -119,6 +119,9 @@ class Embedder:
         """The ONNX Runtime encoder (backend "onnx"), or the torch model when the backend is
         "torch" or the model cannot be exported faithfully."""
         with self._lock:
+            if self._runner is None and self.backend == "onnx":
+                # an export already checked against torch needs neither torch nor sentence-transformers
+                self._runner = LightEncoder.open(self.model_path, self._export_dir)
             if self._runner is None:
                 self._runner = self.model
                 if self.backend == "onnx":
@@ -130,7 +133,7 @@ class Embedder:
 
     def _encode_part(self, texts: list[str]) -> np.ndarray:
         runner = self.runner
-        if isinstance(runner, OrtEncoder):
+        if isinstance(runner, (OrtEncoder, LightEncoder)):
             return runner.encode(texts, batch_size=self.ort_batch)
         return self.model.encode(
             texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False

@@ -358,11 +358,12 @@ class Verifier:
                                                f"not about the claim: the passage holds {shares[k]:.0%} of its content words"),
                                      judged[k][1])  # fmt: skip
             plan.extend((c.claim_id, k, rule, sentence) for k, (rule, sentence) in enumerate(judged))
-        model = self.model
         need = [i for i, (_, _, rule, _) in enumerate(plan) if rule is None or rule.confidence < override]
+        # loaded only when a pair needs it: a batch the rules decide (or settle) costs no model load
+        model = self.model if need else None
         probs: dict[int, list[float]] = {}
         texts = {c.claim_id: c.text for c in claims}
-        if model is not None and need:
+        if model is not None:
             # one model row per distinct (claim, sentence): versions of a source repeat sentences
             keys = [(texts[plan[i][0]], plan[i][3]) for i in need]
             unique = list(dict.fromkeys(keys))

@@ -141,7 +141,11 @@ class ModelJudge:
     ):
         _offline()
         import torch
+        from transformers.utils import logging as hf_logging
 
+        # a run's progress is its own (kb.progress): no bar per weights file (the MiniLM's
+        # loader turned them off when it ran first, and it no longer loads transformers)
+        hf_logging.disable_progress_bar()
         self._torch = torch
         # "auto": bf16 autocast where the CPU has native bf16 (what the shipped calibration was
         # fitted with), else fp32. "fp32" / "bf16" force one.
@@ -169,7 +173,16 @@ class ModelJudge:
             self.max_length = min(max_length, int(self.manifest.get("max_length", max_length)))
             self.model_id = f"kbaudit-verifier:{self.manifest.get('artifact_sha256', '')[:12]}"
 
+        self.positions = 0  # token positions run through the model, padding included
+
     # -------------------------------------------------------------------------------------
+    def token_counts(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
+        """Tokens per (claim, evidence) pair as the model reads it (truncated to max_length)."""
+        if not pairs:
+            return []
+        enc = self.tokenizer([str(c) for c, _ in pairs], [str(e) for _, e in pairs], truncation="longest_first", max_length=self.max_length)
+        return [len(ids) for ids in enc["input_ids"]]
+
     def logits(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """Raw model logits in the model's own column order, input order preserved."""
         torch = self._torch
@@ -179,8 +192,9 @@ class ModelJudge:
             return out
         claims = [str(c) for c, _ in pairs]
         evid = [str(e) for _, e in pairs]
-        # sort by (approximate) length so each batch pads little
-        order = sorted(range(n), key=lambda i: len(claims[i]) + len(evid[i]))
+        # sort by tokens so each batch pads little: by characters, a bench's pairs ran 1.2x the
+        # positions. In bf16 a batch's shape moves logits by a few hundredths (as the batch size does)
+        order = sorted(range(n), key=self.token_counts(pairs).__getitem__)
         with torch.inference_mode():
             for s in range(0, n, self.batch_size):
                 idx = order[s : s + self.batch_size]
@@ -192,6 +206,7 @@ class ModelJudge:
                     padding=True,
                     return_tensors="pt",
                 )
+                self.positions += int(enc["input_ids"].numel())
                 with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
                     out[idx] = self.model(**enc).logits.float().numpy()
         return out
