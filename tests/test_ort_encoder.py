@@ -81,7 +81,7 @@ def test_a_checked_export_runs_without_torch_in_a_new_process(tmp_path, monkeypa
     text = "The default timeout is 30 seconds."
     checked = Embedder()
     vec = checked.embed_uncached([text])
-    assert isinstance(checked.runner, OrtEncoder)  # the first session checks the export against torch
+    assert isinstance(checked.runner, OrtEncoder)  # the first load checks the export against torch
     probe = (
         "import sys; from kb.evidence.embed import Embedder; import numpy as np; e = Embedder(); "
         f"v = e.embed_uncached([{text!r}]); np.save(sys.argv[1], v); "
