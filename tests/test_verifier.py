@@ -105,7 +105,8 @@ def test_missing_model_degrades_to_rules_only(tmp_path):
     top = "Black makes code review faster by producing the smallest diffs possible."
     (other,) = v.verify([_claim("b", "Black produces small diffs to speed up reviews.")],
                         {"b": [_ev("b", "index.md", NEW, top, top, 1)]}, date(2025, 6, 1))  # fmt: skip
-    assert v.model_error and other.label == "uncertain"
+    assert v.model_error == f"FileNotFoundError: no model folder at {tmp_path / 'no-such-model'}"
+    assert other.label == "uncertain"
 
 
 def test_relevance_gate_spares_the_model_passages_not_about_the_claim():
