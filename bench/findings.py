@@ -145,7 +145,7 @@ def _words(text: str) -> str:
 def read_facts(path: Path) -> list[dict]:
     if not path.is_file():
         raise ConfigError(f"bench findings: --facts {path}: no such file")
-    with path.open(newline="", encoding="utf-8") as fh:
+    with path.open(newline="", encoding="utf-8-sig") as fh:  # a spreadsheet saves a byte-order mark
         rows = list(csv.DictReader(fh))
     missing = {"doc_id", "old_text"} - set(rows[0] if rows else {})
     if missing:

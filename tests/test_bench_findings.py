@@ -91,7 +91,8 @@ def test_a_facts_file_without_its_columns_or_words_is_refused(tmp_path, text, re
 
 def test_a_fact_is_held_by_whole_words_only(tmp_path):
     facts_csv = tmp_path / "facts.csv"
-    facts_csv.write_text("doc_id,old_text\nguide.md,default timeout is 3\nguide.md,`timeout` is 30\n", "utf-8")
+    # saved by a spreadsheet, with a byte-order mark
+    facts_csv.write_text("doc_id,old_text\nguide.md,default timeout is 3\nguide.md,`timeout` is 30\n", "utf-8-sig")
     claim = Claim("c1", "guide.md", "v1", 0, 40, "The default timeout is 30 seconds.", "The default timeout is 30 seconds.")
     stale = Verdict("c1", "stale", 0.9, "rules", "the newest release says 60 seconds")
     metrics = facts_recall(SimpleNamespace(claims=[claim], verdicts=[stale]), read_facts(facts_csv))
