@@ -145,12 +145,21 @@ def _words(text: str) -> str:
 def read_facts(path: Path) -> list[dict]:
     if not path.is_file():
         raise ConfigError(f"bench findings: --facts {path}: no such file")
-    with path.open(newline="", encoding="utf-8") as fh:
+    with path.open(newline="", encoding="utf-8-sig") as fh:  # a spreadsheet saves a byte-order mark
         rows = list(csv.DictReader(fh))
     missing = {"doc_id", "old_text"} - set(rows[0] if rows else {})
     if missing:
         raise ConfigError(f"bench findings: --facts {path}: not a facts file (no {', '.join(sorted(missing))} column)")
+    for n, row in enumerate(rows, start=1):
+        # no words would be held by every claim of the page (or a short row by none): refuse it
+        if not (row.get("doc_id") or "").strip() or not _words(row.get("old_text") or ""):
+            raise ConfigError(f"bench findings: --facts {path}: row {n} has no doc_id or no old_text")
     return rows
+
+
+def _holds(text: str, words: str) -> bool:
+    """``text`` holds ``words`` as whole words: "timeout is 3" is not in "timeout is 30"."""
+    return re.search(rf"(?<!\w){re.escape(words)}(?!\w)", _words(text)) is not None
 
 
 def facts_recall(result, facts: list[dict]) -> dict[str, float]:
@@ -163,7 +172,7 @@ def facts_recall(result, facts: list[dict]) -> dict[str, float]:
     found = without_claim = 0
     for fact in facts:
         words = _words(fact["old_text"])
-        holders = [c for c in by_doc.get(fact["doc_id"], []) if words in _words(c.source_text or "") or words in _words(c.text)]
+        holders = [c for c in by_doc.get(fact["doc_id"], []) if _holds(c.source_text or "", words) or _holds(c.text, words)]
         if not holders:
             without_claim += 1
             log.info("changed fact without a claim: %s: %s", fact["doc_id"], fact["old_text"])

@@ -7,11 +7,13 @@ import csv
 import json
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from bench.findings import Params, choose_revs, run, score, wilson
+from bench.findings import Params, choose_revs, facts_recall, read_facts, run, score, wilson
 from kb.errors import ConfigError
+from kb.records import Claim, Verdict
 from tests.test_git_sources import make_repo, release
 
 GUIDE_V1 = (
@@ -71,11 +73,31 @@ def test_the_changed_default_is_a_finding_to_judge_and_the_judged_sample_scores(
     assert scored["supported_right"] == 1.0 and scored["unjudged"] == 0
 
 
-def test_a_facts_file_without_its_columns_is_refused(tmp_path):
+@pytest.mark.parametrize(
+    ("text", "refusal"),
+    [
+        ("page,text\nguide.md,x\n", "not a facts file"),
+        # a blank old_text would be held by every claim of its page, and count found on any finding there
+        ("doc_id,old_text\nguide.md,default timeout is 30 seconds\nguide.md,\n", "row 2 has no doc_id or no old_text"),
+        ("doc_id,old_text\nguide.md\n", "row 1 has no doc_id or no old_text"),
+    ],
+)
+def test_a_facts_file_without_its_columns_or_words_is_refused(tmp_path, text, refusal):
     bad = tmp_path / "facts.csv"
-    bad.write_text("page,text\nguide.md,x\n", "utf-8")
-    with pytest.raises(ConfigError, match="not a facts file"):
+    bad.write_text(text, "utf-8")
+    with pytest.raises(ConfigError, match=refusal):
         run(Params(project="product", data=str(tmp_path), facts=str(bad)))
+
+
+def test_a_fact_is_held_by_whole_words_only(tmp_path):
+    facts_csv = tmp_path / "facts.csv"
+    # saved by a spreadsheet, with a byte-order mark
+    facts_csv.write_text("doc_id,old_text\nguide.md,default timeout is 3\nguide.md,`timeout` is 30\n", "utf-8-sig")
+    claim = Claim("c1", "guide.md", "v1", 0, 40, "The default timeout is 30 seconds.", "The default timeout is 30 seconds.")
+    stale = Verdict("c1", "stale", 0.9, "rules", "the newest release says 60 seconds")
+    metrics = facts_recall(SimpleNamespace(claims=[claim], verdicts=[stale]), read_facts(facts_csv))
+    # "is 3" is no word of "is 30 seconds": that fact has no claim; the markup aside, the other is found
+    assert (metrics["facts"], metrics["facts_found"], metrics["facts_without_claim"]) == (2, 1, 1)
 
 
 def test_wilson_interval_and_bad_judgements(tmp_path):

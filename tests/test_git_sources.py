@@ -347,20 +347,29 @@ def test_what_the_newest_release_states_as_written_is_supported(tmp_path):
     assert verdict["The default timeout is 30 seconds."].label in ("contradicted", "stale")
 
 
-def test_another_options_setting_line_left_alone_under_the_heading_is_not_the_changed_ones(tmp_path):
+@pytest.mark.parametrize(
+    ("changed", "kept"),
+    [
+        ("readTimeout", "writeTimeout"),
+        # "`readTimeout`:" ends in the letters of "timeout", but names another option
+        ("timeout", "readTimeout"),
+    ],
+)
+def test_another_options_setting_line_left_alone_under_the_heading_is_not_the_changed_ones(tmp_path, changed, kept):
     """Two options' setting lines under one heading: the newest release changed one, and the other's
     line now stands alone there. It is still the other option's line, so the changed one is stale."""
     from kb.chain import run_audit
 
     repo = make_repo(tmp_path)
-    timeouts = "# Server\n\n## Timeouts\n\n`readTimeout`:\n\nOptional, Default=0s\n\n`writeTimeout`:\n\nOptional, Default=0s\n"
+    lines = {name: f"`{name}`:\n\nOptional, Default=0s\n" for name in (changed, kept)}
+    timeouts = "# Server\n\n## Timeouts\n\n" + "\n".join(lines[n] for n in sorted(lines, key=str.lower))
     release(repo, "v1.0.0", "2024-01-10", {"docs/server.md": timeouts})
-    release(repo, "v2.0.0", "2024-09-01", {"docs/server.md": timeouts.replace("Default=0s", "Default=60s", 1)})
+    release(repo, "v2.0.0", "2024-09-01", {"docs/server.md": timeouts.replace(lines[changed], lines[changed].replace("0s", "60s"))})
     kb = tmp_path / "kb"
     kb.mkdir()
     (kb / "server.md").write_text("---\nupdated: 2024-01-10\n---\n" + timeouts)
     settings = Settings(docs=kb, sources=[f"git:{repo}@v1.0.0,v2.0.0:docs"], depth="D1", today=TODAY, full=True).validate()
     result = run_audit(settings)
     verdict = {c.text: v for c in result.claims if c.checkworthy for v in result.verdicts if v.claim_id == c.claim_id}
-    assert verdict["readTimeout: Optional, Default=0s"].label == "stale", verdict
-    assert verdict["writeTimeout: Optional, Default=0s"].label == "supported", verdict
+    assert verdict[f"{changed}: Optional, Default=0s"].label == "stale", verdict
+    assert verdict[f"{kept}: Optional, Default=0s"].label == "supported", verdict

@@ -4,6 +4,7 @@ a damaged export made again, and the setting that chooses the backend."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,26 @@ def test_embed_backend_setting(tmp_path):
     assert sources and not errors
     retriever = make_retriever(sources, settings.replace(docs=DEMO_ROOT / "docs", sources=[DEMO_ROOT / "sources"]), Path(tmp_path))
     assert retriever.embedder.backend == "torch" and retriever.embedder.runner is retriever.embedder.model
+
+
+def test_a_record_holds_for_the_weights_and_the_export_it_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    model = tmp_path / "minilm"
+    shutil.copytree(Embedder().model_path, model)
+    checked = Embedder(model_path=str(model))
+    checked.embed_uncached(["The default timeout is 30 seconds."])
+    assert isinstance(checked.runner, OrtEncoder)
+    assert isinstance(Embedder(model_path=str(model)).runner, LightEncoder)
+    # weights written again in place (retrained, of the same shape): the same export folder,
+    # but the export was checked against the old weights, so the next session checks it again
+    weights = model / "model.safetensors"
+    weights.write_bytes(weights.read_bytes())
+    rechecked = Embedder(model_path=str(model))
+    assert rechecked.model_id == checked.model_id
+    runner = rechecked.runner
+    assert isinstance(runner, OrtEncoder) and not runner.exported
+    assert isinstance(Embedder(model_path=str(model)).runner, LightEncoder)
+    # an export replaced after a session opened it is not recorded as the one that session checked
+    os.utime(runner.path, ns=(runner.path.stat().st_atime_ns, runner.path.stat().st_mtime_ns + 1))
+    runner._record(1.0)
+    assert LightEncoder.open(model, runner.path.parent) is None

@@ -1,10 +1,13 @@
 """Verifier end to end, rules only (D0): no model artifact needed."""
 
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import date
 
 from kb.records import Claim, Evidence
-from kb.verify import Verifier, VerifierSettings
+from kb.verify import Verifier, VerifierSettings, verifier_for
 
 
 def _claim(cid, text):
@@ -105,7 +108,24 @@ def test_missing_model_degrades_to_rules_only(tmp_path):
     top = "Black makes code review faster by producing the smallest diffs possible."
     (other,) = v.verify([_claim("b", "Black produces small diffs to speed up reviews.")],
                         {"b": [_ev("b", "index.md", NEW, top, top, 1)]}, date(2025, 6, 1))  # fmt: skip
-    assert v.model_error and other.label == "uncertain"
+    assert v.model_error == f"FileNotFoundError: no model folder at {tmp_path / 'no-such-model'}"
+    assert other.label == "uncertain"
+
+
+def test_threads_share_one_verifier_and_one_model_load(tmp_path, caplog):
+    # batches verified in threads at once (a dask worker with several threads) build one
+    # verifier and try the model once
+    start = threading.Barrier(8)
+
+    def first_use(_):
+        start.wait()
+        verifier = verifier_for(str(tmp_path / "no-such-model"), True)
+        return verifier, verifier.model
+
+    with caplog.at_level(logging.WARNING, logger="kb.verify"), ThreadPoolExecutor(8) as pool:
+        used = list(pool.map(first_use, range(8)))
+    assert len({id(v) for v, _ in used}) == 1 and all(m is None for _, m in used)
+    assert sum("verifier model unavailable" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_relevance_gate_spares_the_model_passages_not_about_the_claim():

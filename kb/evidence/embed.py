@@ -126,7 +126,7 @@ class Embedder:
                 self._runner = self.model
                 if self.backend == "onnx":
                     try:
-                        self._runner = OrtEncoder(self.model, self._export_dir)
+                        self._runner = OrtEncoder(self.model, self._export_dir, model_path=self.model_path)
                     except ExportError as exc:
                         logger.warning("%s: embedding with torch: %s", self.model_id, exc)
             return self._runner

@@ -13,7 +13,7 @@ sentence-transformers' own ``backend="onnx"`` needs optimum-onnx, which pins tra
 below 4.58 (this project pins 5.24): hence the export here.
 
 An export that passed the parity check is recorded beside it (``parity.json``: its size, time and
-the ONNX Runtime version). For a plain model (a Transformer, mean pooling, normalisation: the
+the ONNX Runtime version, and the size and time of the weights and tokenizer it was checked with). For a plain model (a Transformer, mean pooling, normalisation: the
 bundled MiniLM) a later session with that record runs as :class:`LightEncoder`: the tokenizer's
 own ``tokenizer.json``, ONNX Runtime and the pooling in numpy, without importing
 sentence-transformers (and with it torch and transformers: seconds of every cold run).
@@ -21,6 +21,7 @@ sentence-transformers (and with it torch and transformers: seconds of every cold
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
@@ -101,6 +102,17 @@ def _stamp(path: Path) -> dict:
     return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "onnxruntime": ort.__version__}
 
 
+def _model_stamp(model_path: Path | str | None) -> list | None:
+    """What the parity record holds of the model it was checked against: its weights and
+    tokenizer (name, size, time). The export folder is keyed by the model's configuration and
+    its weights' sizes only, so retrained weights of the same shape would share the export."""
+    if model_path is None:
+        return None
+    files = sorted(Path(model_path).glob("*.safetensors")) + sorted(Path(model_path).glob("*.bin"))
+    files += [f for f in (Path(model_path) / "tokenizer.json",) if f.is_file()]
+    return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+
+
 class _Batched:
     """Longest-first batches of an encoder's ``_batch`` (texts -> normalised rows)."""
 
@@ -130,17 +142,21 @@ class _Batched:
 class OrtEncoder(_Batched):
     """``encode(texts, batch_size)``: L2-normalised float32 rows, as ``SentenceTransformer.encode``."""
 
-    def __init__(self, st_model, export_dir: Path, threads: int | None = None):
+    def __init__(self, st_model, export_dir: Path, threads: int | None = None, model_path: Path | str | None = None):
         if type(st_model[0]).__name__ != "Transformer":
             raise ExportError(f"the first module is {type(st_model[0]).__name__}, not a Transformer")
         self.st = st_model
         self.path = export_dir / "model.onnx"
         self.exported = False  # whether this encoder made the export (False: it found one)
+        self.model_path = model_path
         try:
+            # the file the session opens, as the record will name it: another process may replace it
+            self._checked = _stamp(self.path)
             self.session = _session(self.path, threads)
         except Exception:  # noqa: BLE001 - missing or unreadable (a truncated copy): export it again
             try:
                 _export(st_model, self.path)
+                self._checked = _stamp(self.path)
                 self.session = _session(self.path, threads)
             except Exception as exc:  # noqa: BLE001 - any exporter failure means: run it with torch
                 raise ExportError(f"ONNX export failed: {exc}") from exc
@@ -157,10 +173,14 @@ class OrtEncoder(_Batched):
         record = self.path.with_name(PARITY_RECORD)
         tmp = record.with_name(f".tmp-{uuid.uuid4().hex[:8]}-{record.name}")
         try:
-            tmp.write_text(json.dumps({**_stamp(self.path), "cosine": agreement}), encoding="utf-8")
+            if _stamp(self.path) != self._checked:
+                return  # replaced since this session opened it (another process's export): not checked here
+            tmp.write_text(json.dumps({**self._checked, "model": _model_stamp(self.model_path), "cosine": agreement}), encoding="utf-8")
             os.replace(tmp, record)
         except OSError:  # a read-only cache: the next session checks again
-            tmp.unlink(missing_ok=True)
+            # on a read-only file system even removing a file that is not there fails (EROFS)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
 
     def parity(self) -> float:
         """The lowest cosine between this encoder's and torch's vectors of the probe texts."""
@@ -228,6 +248,8 @@ class LightEncoder(_Batched):
             record = json.loads(path.with_name(PARITY_RECORD).read_text("utf-8"))
             if max_length is None or {k: record.get(k) for k in ("size", "mtime_ns", "onnxruntime")} != _stamp(path):
                 return None
+            if record.get("model") != _model_stamp(model_path):
+                return None  # checked against other weights or another tokenizer
             if float(record.get("cosine", 0.0)) < PARITY_MIN:
                 return None
             tokenizer = Tokenizer.from_file(str(Path(model_path) / "tokenizer.json"))

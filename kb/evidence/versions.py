@@ -250,7 +250,7 @@ class SourceVersions:
             return True
         before = sentence - 1
         return (before >= 0 and self._version_of_sentence(before) == self._version_of_sentence(sentence)
-                and written_key(self.sentences[before].text).endswith(key))  # fmt: skip
+                and f" {written_key(self.sentences[before].text)}".endswith(f" {key}"))  # fmt: skip
 
     def _sentence_home(self, sentence: int) -> tuple[str, tuple[str, ...]]:
         """The source and heading path a sentence stands under (the same in every version)."""

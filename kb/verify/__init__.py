@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import threading
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -251,13 +252,14 @@ class Verifier:
         """The model judge, loaded on first use; None when rules-only or unavailable."""
         if not self.settings.use_model or self.model_error:
             return None
-        if self._model is None:
-            try:
-                self._model = ModelJudge(path=self.settings.model_path, batch_size=self.settings.batch_size)
-            except Exception as exc:  # missing weights, missing package: degrade to rules only
-                self.model_error = f"{type(exc).__name__}: {exc}"
-                log.warning("verifier model unavailable, rules only: %s", self.model_error)
-                return None
+        # batches verified in threads (a dask worker with several) share this verifier: one load
+        with _LOADING:
+            if self._model is None and not self.model_error:
+                try:
+                    self._model = ModelJudge(path=self.settings.model_path, batch_size=self.settings.batch_size)
+                except Exception as exc:  # missing weights, missing package: degrade to rules only
+                    self.model_error = f"{type(exc).__name__}: {exc}"
+                    log.warning("verifier model unavailable, rules only: %s", self.model_error)
         return self._model
 
     # ------------------------------------------------------------------------------------
@@ -401,8 +403,17 @@ class Verifier:
         return [settled.get(c.claim_id) or self.label(c, evidence.get(c.claim_id, []), judged[c.claim_id], today) for c in claims]
 
 
-@functools.lru_cache(maxsize=4)
+_LOADING = threading.Lock()  # a model judge loads once per process, whichever thread needs it first
+_BUILDING = threading.Lock()
+
+
 def verifier_for(model_path: str | None, use_model: bool, settle_as_written: bool = False) -> Verifier:
     """The verifier a run uses, built once per process: the verify and correct stages share it
-    (and so load the model once)."""
+    (and so load the model once). lru_cache alone builds one per thread that misses at once."""
+    with _BUILDING:
+        return _verifier_for(model_path, use_model, settle_as_written)
+
+
+@functools.lru_cache(maxsize=4)
+def _verifier_for(model_path: str | None, use_model: bool, settle_as_written: bool) -> Verifier:
     return Verifier(VerifierSettings(model_path=model_path, use_model=use_model, settle_as_written=settle_as_written))

@@ -155,6 +155,10 @@ class ModelJudge:
         if path:
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+            if str(path).startswith(("/", ".", "~")) and not Path(path).expanduser().is_dir():
+                # transformers reads a missing folder as a hub id and says its form is wrong
+                raise FileNotFoundError(f"no model folder at {path}")
+
             self.model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True)
             self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
             self.model.eval()
