@@ -174,7 +174,7 @@ class OrtEncoder(_Batched):
         tmp = record.with_name(f".tmp-{uuid.uuid4().hex[:8]}-{record.name}")
         try:
             if _stamp(self.path) != self._checked:
-                return  # replaced since this session opened it (another process's export): not checked here
+                return  # replaced since this process opened it (another process's export): not checked here
             tmp.write_text(json.dumps({**self._checked, "model": _model_stamp(self.model_path), "cosine": agreement}), encoding="utf-8")
             os.replace(tmp, record)
         except OSError:  # a read-only cache: the next session checks again
