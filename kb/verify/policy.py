@@ -361,7 +361,7 @@ def decide(
         # a contradiction needs evidence about the claim's own subject: a refutation the model
         # alone read into a sentence unlike the claim (another option, another changelog entry)
         # is no contradiction
-        about = {sid: v for sid, v in ref.items() if not _unlike_model_refutation(claim, v[1], v[2], th["counterpart"])}
+        about = {sid: v for sid, v in ref.items() if not _unlike_model_refutation(claim, v[1], v[2], th)}
         if not about:
             _, e, j = max(ref.values(), key=lambda v: v[2].confidence)
             return _uncertain(
@@ -454,11 +454,11 @@ def _other_names(claim: Claim, sentence: str | None) -> bool:
     return bool(mine and theirs and not mine & theirs)
 
 
-def _unlike_model_refutation(claim: Claim, e: Evidence, j: Judgement, bar: float) -> bool:
+def _unlike_model_refutation(claim: Claim, e: Evidence, j: Judgement, th: dict[str, float]) -> bool:
     """A refutation only the model read (no rule found a conflicting value) from a sentence that is
     not about the claim's subject: one that names other code than the claim's, an entry about other
     issues than the claim's ("#628" for a claim about "#8796"), or one less like the claim than
-    ``bar`` (the counterpart similarity) that does not hold most of the claim's words in another
+    the counterpart similarity that does not hold ``same_words`` of the claim's words in another
     order either ("The plan keeps backups for 14 days" / "Backups are kept for 30 days on the
     plan" is the same subject)."""
     if not _model_only(j) or not e.sentence:
@@ -470,9 +470,9 @@ def _unlike_model_refutation(claim: Claim, e: Evidence, j: Judgement, bar: float
     theirs = set(_ISSUE_REF.findall(e.sentence))
     if mine and theirs:
         return not mine & theirs  # the same issue is the same subject, however it is worded
-    if max(similarity(t, e.sentence) for t in texts) >= bar:
+    if max(similarity(t, e.sentence) for t in texts) >= th["counterpart"]:
         return False
-    return not any(_holds_words_of(e.sentence, t, DEFAULT_THRESHOLDS["same_words"]) for t in texts)
+    return not any(_holds_words_of(e.sentence, t, th["same_words"]) for t in texts)
 
 
 def _holds_words_of(sentence: str, text: str, share: float) -> bool:
@@ -565,8 +565,8 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
     if claim.reason == SETTING_NOTE:
         return None  # every option's "Optional, Default=..." line is alike: only its own line counts
     all_texts = [t for t in (claim.text, claim.source_text) if t]
-    keys = {canonical(t) for t in all_texts if t}
-    spelled = {_spelling(t) for t in all_texts if t}
+    keys = {canonical(t) for t in all_texts}
+    spelled = {_spelling(t) for t in all_texts}
     # a list item rewritten with its lead-in ("...steps: Set X") is compared as written, so a
     # shared lead-in does not make two different items look alike
     texts = [claim.source_text] if claim.source_text and canonical(claim.source_text) != canonical(claim.text) else [claim.text]
