@@ -139,7 +139,7 @@ def score(path: Path) -> dict[str, float]:
 def _words(text: str) -> str:
     """Text without markup, case or table punctuation: a table row (`| Default: | 20 |`) and its
     claim (`Default:: 20`) read alike."""
-    return " ".join(re.sub(r"[`*_:|]", " ", text.replace("_", "")).lower().split())
+    return " ".join(re.sub(r"[`*:|]", " ", text.replace("_", "")).lower().split())
 
 
 def read_facts(path: Path) -> list[dict]:
