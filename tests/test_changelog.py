@@ -47,6 +47,11 @@ def test_release_headings_and_file_names():
     assert release_heading("Release 3.1.0 - May 1, 2024")[:2] == ("3.1.0", date(2024, 5, 1))
     assert release_heading("1.0.0")[:2] == ("1.0.0", None)
     assert release_heading("Changed") is None and release_heading("Upgrading from 1.x to 2.0") is None
+    # pre-releases written without a separator are versions of their own, not "4.0.0" dated "rc3"
+    assert release_heading("v4.0.0rc3 (2022-12-05)")[:2] == ("4.0.0rc3", date(2022, 12, 5))
+    assert release_heading("v4.0.0a1")[:2] == ("4.0.0a1", None)
+    assert release_heading("2.0b1")[:2] == ("2.0b1", None)
+    assert release_heading("1.0.0.dev1 - 2024-01-02")[:2] == ("1.0.0.dev1", date(2024, 1, 2))
     for name in ("CHANGELOG.md", "changes.rst", "HISTORY.md", "NEWS", "RELEASE_NOTES.md", "release-notes.md"):
         assert is_changelog(name), name
     assert not is_changelog("guide.md") and is_changelog("whatsnew.md", {"kind": "changelog"})
@@ -119,3 +124,68 @@ def test_a_newer_changelog_entry_supersedes_a_page(tmp_path):
     assert "changelog entry CHANGELOG.md#1.2.0 (2024-05-01)" in why["The default timeout is 30 seconds."]
     # the page and the 1.1.0 entry agree: supported
     assert label["Uploads are limited to 20 MB per file."] == "supported", why
+
+
+RST_CHANGELOG = """Release History
+===============
+
+{newer}v4.0.0 (2022-12-07)
+*******************
+
+Bugfixes - 4.0.0
+----------------
+
+- The temporary folder within the environment is named ``.tmp`` instead of ``.temp``.
+
+v4.0.0rc3 (2022-12-05)
+**********************
+
+- Add the ``--exit-and-dump-after`` flag that kills the run when it does not finish within the given seconds.
+
+v4.0.0a1
+********
+
+- First version, all is brand new.
+
+v3.28.0 (2022-12-01)
+********************
+
+- Support the ``always_copy`` flag for virtual environment based test environments.
+"""
+
+NEWER_SECTION = """v4.1.0 (2023-01-10)
+*******************
+
+- Fix the plugin initialisation order: core plugins first, then third party ones.
+
+"""
+
+
+def test_pre_release_sections_of_a_kept_changelog_stay_supported(tmp_path):
+    """Every entry of an old changelog that the newest release keeps as it was is supported: an
+    alpha or candidate section is not read as a second "4.0.0" that drops the first one's entries."""
+    repo = make_repo(tmp_path)
+    release(repo, "v4.0.0", "2022-12-07", {"docs/changelog.rst": RST_CHANGELOG.format(newer="")})
+    release(repo, "v4.1.0", "2023-01-10", {"docs/changelog.rst": RST_CHANGELOG.format(newer=NEWER_SECTION)})
+    sources, errors = load_sources(f"git:{repo}@v4.1.0:docs", today=TODAY)
+    ids = sorted(s.source_id for s in sources)
+    assert ids == ["changelog.rst#3.28.0", "changelog.rst#4.0.0", "changelog.rst#4.0.0a1", "changelog.rst#4.0.0rc3",
+                   "changelog.rst#4.1.0"], (ids, errors)  # fmt: skip
+    settings = Settings(docs=f"git:{repo}@v4.0.0:docs", sources=[f"git:{repo}@v4.0.0,v4.1.0:docs"], depth="D0",
+                        today=TODAY, full=True).validate()  # fmt: skip
+    result = run_audit(settings)
+    labels = {c.source_text: v.label for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id and c.checkworthy}
+    why = {c.source_text: v.rationale for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    entries = [t for t in labels if "--exit-and-dump-after" in t or ".tmp" in t or "always_copy" in t]
+    assert len(entries) == 3, labels
+    assert {labels[t] for t in entries} == {"supported"}, {t: why[t] for t in entries}
+
+
+def test_a_version_written_under_two_headings_is_one_source(tmp_path):
+    page = "# Changes\n\n## 2.0.0 (2024-02-01)\n\n- Faster startup.\n\n## 1.0.0 (2023-01-01)\n\n- First release.\n\n## 2.0.0\n\n- Smaller wheels.\n"
+    (tmp_path / "CHANGES.md").write_text(page)
+    sources, errors = load_sources(tmp_path, today=TODAY)
+    by_id = {s.source_id: s for s in sources}
+    assert sorted(by_id) == ["CHANGES.md#1.0.0", "CHANGES.md#2.0.0"] and errors == []
+    assert [b.text for b in by_id["CHANGES.md#2.0.0"].blocks] == ["Faster startup.", "Smaller wheels."]
+    assert by_id["CHANGES.md#2.0.0"].source_date == date(2024, 2, 1)

@@ -30,7 +30,10 @@ from kb.records import Document, IngestError, SourceDoc, content_hash
 
 KIND = "changelog"
 _NAME = re.compile(r"(?:changelog|changes|history|news|release[-_ ]?notes|releases)(?:[-_.].*)?", re.I)
-_VERSION = r"v?\d+(?:\.\d+)+(?:[-+][0-9A-Za-z.-]+)?"
+# pre-releases written without a separator (PEP 440 "4.0.0rc3", "2.0b1", "1.0.0.dev1") are versions
+# of their own: read as "4.0.0" plus a date "rc3", every alpha, beta and candidate section of a
+# release would be one more "4.0.0" section in the same file
+_VERSION = r"v?\d+(?:\.\d+)+(?:\.?(?:a|b|c|rc|alpha|beta|pre|preview|dev|post)\.?\d*)*(?:[-+][0-9A-Za-z.-]+)?"
 _RELEASE = re.compile(
     rf"(?:(?:release|version)\s+)?\[?(?P<version>{_VERSION}|unreleased)\]?"
     r"(?:\s*(?:[-–—/:|]\s*)?\(?(?P<date>[^()]*?)\)?)?\s*",
@@ -77,6 +80,26 @@ def sections(doc: Document) -> list[tuple[str, date | None, str, tuple]]:
     return out
 
 
+def _one_per_version(found: list[tuple[str, date | None, str, tuple]]) -> list[tuple[str, date | None, str, tuple, list]]:
+    """One section per version, in the order of first appearance, with the document span of
+    each heading it was written under: a version whose heading appears twice in a file (notes
+    continued under a second heading) is one source. Two sources with one id would be read as
+    two versions of it, and the later one, lacking the first one's entries, as the release
+    notes that dropped them."""
+    merged: dict[str, list] = {}
+    for version, day, raw, blocks in found:
+        span = [(blocks[0].start, blocks[-1].end)] if blocks else []
+        if version in merged:
+            first = merged[version]
+            first[1] = first[1] or day
+            first[2] = first[2] or raw
+            first[3] = first[3] + tuple(blocks)
+            first[4] = first[4] + span
+        else:
+            merged[version] = [version, day, raw, tuple(blocks), span]
+    return [(v, d, r, b, spans) for v, d, r, b, spans in merged.values()]
+
+
 def changelog_sources(
     doc: Document,
     source_id: str,
@@ -90,10 +113,10 @@ def changelog_sources(
 ) -> list[SourceDoc]:
     """One SourceDoc per dated release section of a parsed changelog (see the module rules)."""
     out = []
-    found = sections(doc)
+    found = _one_per_version(sections(doc))
     if not found:
         return []  # named like a changelog without release headings: read as one page
-    for version, day, raw, blocks in found:
+    for version, day, raw, blocks, spans in found:
         if not any(b.text.strip() for b in blocks):
             continue
         origin = "changelog"
@@ -103,10 +126,9 @@ def changelog_sources(
             why = "unreleased" if version == "Unreleased" else (f"unreadable date {raw!r}" if raw else "no date")
             errors.append(IngestError(where, "sources", f"changelog section {version}: {why}; skipped"))
             continue
-        start, end = blocks[0].start, blocks[-1].end
         out.append(SourceDoc(
             source_id=f"{source_id}#{version}",
-            source_version=content_hash(doc.text[start:end]),
+            source_version=content_hash("\n".join(doc.text[a:b] for a, b in spans)),
             title=f"{doc.title} {version}",
             text=doc.text,
             source_date=day,
