@@ -439,6 +439,24 @@ def test_restructuredtext_reads_through_docutils():
     assert doc.text[last.start : last.end] == "A ``pyproject.toml`` file is found by walking up from the common base."
 
 
+def test_the_roles_of_sphinx_extensions_read_as_their_text():
+    page = (
+        "Development\n===========\n\n"
+        "Install your own tox (using :pypi:`pipx` or similar is fine), added in :pull:`3325` by :user:`bob`.\n\n"
+        "Checks run on :gh:`GitHub Actions <features/actions>`, see :rfc:`2616` and :sup:`2`.\n"
+    )
+    doc = parse(page, "development.rst")
+    check_offsets(doc)
+    assert [b.text for b in doc.blocks] == [
+        "Development",
+        "Install your own tox (using pipx or similar is fine), added in 3325 by bob.",
+        "Checks run on GitHub Actions, see 2616 and 2.",
+    ]
+    # the same pull request under another extension's role name reads the same
+    renamed = parse(page.replace(":pull:", ":pr:"), "development.rst")
+    assert [b.text for b in renamed.blocks] == [b.text for b in doc.blocks]
+
+
 def test_an_admonition_title_may_hold_quotes_of_its_own():
     # Python-Markdown reads the title up to the line's last quote: a link title inside it
     # does not end the title, and the line is not left behind as prose

@@ -5,7 +5,8 @@ block-quote paragraph, admonition body) becomes a Block whose characters are loc
 the source text word by word (docutils keeps line numbers, not character offsets). Literal
 blocks, comments, raw blocks, substitution definitions, tables, field lists and directives
 docutils does not know (Sphinx's ``automodule``, ``program-output``...) never become prose.
-Sphinx roles (``:ref:``, ``:func:``...) read as their text. Nothing is included or executed.
+Sphinx roles (``:ref:``, ``:func:``...) and the roles of Sphinx extensions (``:pypi:``, ``:issue:``...)
+read as their text. Nothing is included or executed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 from docutils import nodes
 from docutils.core import publish_doctree
 from docutils.parsers.rst import roles
+from docutils.parsers.rst.languages import en as _rst_en
 
 _SPHINX_ROLES = ("ref", "doc", "class", "func", "meth", "mod", "attr", "obj", "data", "exc", "option",
                  "envvar", "program", "file", "command", "term", "kbd", "samp", "py:class", "py:func",
@@ -31,6 +33,24 @@ def _xref_role(name, rawtext, text, lineno, inliner, options=None, content=None)
 for _name in _SPHINX_ROLES:
     # docutils' stubs type a role's nodes as references; any inline node is valid at run time
     roles.register_local_role(_name, _xref_role)  # pyright: ignore[reportArgumentType]
+
+_KNOWN_ROLES = set(_SPHINX_ROLES) | set(_rst_en.roles) | set(_rst_en.roles.values())
+# a role in use, ":pypi:`pipx`", ":issue:`3327`", ":gh:`Actions <features/actions>`"
+_ROLE_USE = re.compile(r"(?<![\w`:]):((?:[A-Za-z][\w+.-]*:)?[A-Za-z][\w+.-]*):`")
+
+
+def _read_unknown_roles_as_text(source: str) -> None:
+    """Register every role the source uses that neither docutils nor the Sphinx list above knows
+    (an extension's ``:pypi:``, ``:issue:``, ``:user:``, ``:pull:``...) as text. Unregistered,
+    docutils leaves the role's markup in the sentence, so ":pull:`3325`" and ":pr:`3325`" read
+    as two different identifiers although both show the same pull request."""
+    for name in set(_ROLE_USE.findall(source)):
+        low = name.lower()
+        if low in _KNOWN_ROLES:
+            continue
+        roles.register_local_role(low, _xref_role)  # pyright: ignore[reportArgumentType]
+        _KNOWN_ROLES.add(low)
+
 
 _SETTINGS = {
     "report_level": 5, "halt_level": 5, "warning_stream": False, "file_insertion_enabled": False,
@@ -147,6 +167,7 @@ def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
     """Prose of a reStructuredText document as ``(kind, text, offsets, section, level)`` tuples
     in document order, and its title (``body``: where the text after front matter starts)."""
     source = text[body:]
+    _read_unknown_roles_as_text(source)
     try:
         tree = publish_doctree(source, settings_overrides=_SETTINGS)
     except Exception:  # noqa: BLE001 - docutils gave up: the text reads as plain text instead
