@@ -82,6 +82,7 @@ class Params(BaseModel):
     scifact_corpus: str | None = Field(None, description="SciFact corpus JSONL (doc_id, title, abstract)")
     limit: int | None = Field(None, description="at most N records of each set (after the split)")
     model_path: str | None = Field(None, description="a local CrossEncoder replacing the shipped verifier")
+    verifier_backend: str = Field("onnx", description="onnx or torch: where the shipped verifier runs (Settings.verifier_backend)")
     cache_dir: str | None = Field(None, description="embedding cache for the SciFact corpus (default: a fresh one)")
     systems: str = Field("full,rules,lexical", description="comma-separated subset of full,rules,lexical")
     model_cache: str | None = Field(
@@ -167,7 +168,8 @@ def make_systems(args: Params) -> dict[str, Verifier | LexicalSystem]:
     wanted = [s.strip() for s in (getattr(args, "systems", None) or "full,rules,lexical").split(",") if s.strip()]
     out: dict[str, Verifier | LexicalSystem] = {}
     if "full" in wanted:
-        out[""] = Verifier(VerifierSettings(model_path=getattr(args, "model_path", None), use_model=True))
+        backend = getattr(args, "verifier_backend", None) or "onnx"
+        out[""] = Verifier(VerifierSettings(model_path=getattr(args, "model_path", None), use_model=True, backend=backend))
     if "rules" in wanted:
         out["rules_"] = Verifier(VerifierSettings(use_model=False))
     if "lexical" in wanted:

@@ -41,8 +41,9 @@ from kb.store import Store
 
 SENTENCES_PER_PAGE = 10
 # The paths compared: the default (static first stage, the MiniLM in ONNX Runtime on the
-# candidates) and the MiniLM-only path as it was before either (torch on every passage).
-PATHS = {"static+minilm": ("static+minilm", "onnx"), "minilm": ("minilm", "torch")}  # retrieval path, embed backend
+# candidates, the verifier in ONNX Runtime) and the MiniLM-only path as it was before either
+# (torch on every passage and for the verifier). Retrieval path, embed and verifier backend.
+PATHS = {"static+minilm": ("static+minilm", "onnx"), "minilm": ("minilm", "torch")}
 
 
 class Params(BaseModel):
@@ -209,6 +210,7 @@ def run(params: Params) -> dict[str, float]:
         today=dt.date(2026, 1, 1),
         retrieval_path=retrieval_path,
         embed_backend=backend,
+        verifier_backend=backend,
         rerank_candidates=params.rerank_candidates,
     ).validate()
     if params.warm_embeddings:
@@ -249,7 +251,9 @@ def run(params: Params) -> dict[str, float]:
 
     if len(paths) > 1:
         retrieval_path, backend = PATHS[paths[1]]
-        other = base.replace(out=work / "store-minilm", retrieval_path=retrieval_path, embed_backend=backend).validate()
+        other = base.replace(
+            out=work / "store-minilm", retrieval_path=retrieval_path, embed_backend=backend, verifier_backend=backend
+        ).validate()
         other_s, _ = _timed_run(other, Store(other.out))
         metrics.update(
             {

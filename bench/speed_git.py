@@ -116,7 +116,9 @@ def run_git(bundle: str, old: str | None, revs: str | None, depth: str, workdir:
     try:
         base = git_settings(Path(bundle), work, old, revs, depth)
         default = base.replace(out=work / "store").validate()
-        minilm = base.replace(out=work / "store-minilm", retrieval_path="minilm", embed_backend="torch").validate()
+        minilm = base.replace(
+            out=work / "store-minilm", retrieval_path="minilm", embed_backend="torch", verifier_backend="torch"
+        ).validate()
         for folder in (default.out, minilm.out):
             shutil.rmtree(folder, ignore_errors=True)
         cold = _cold(default)

@@ -234,7 +234,7 @@ def verify_stage(
     def verify_here(batch: list[Claim], evidence: Mapping[str, list[Evidence]]) -> list[Verdict]:
         nonlocal verifier
         if verifier is None:
-            verifier = verifier_for(settings.model_path, settings.depth != "D0", settles_as_written(settings))
+            verifier = verifier_for(settings.model_path, settings.depth != "D0", settles_as_written(settings), settings.verifier_backend)
         verdicts = {
             v.claim_id: v for v in verifier.verify(batch, {c.claim_id: evidence.get(c.claim_id, []) for c in batch}, settings.run_date)
         }
@@ -278,7 +278,9 @@ class CachedVerifier:
     def verify(self, claims: list[Claim], evidence: Mapping[str, list[Evidence]], today) -> list[Verdict]:
         def compute(indexes: list[int]) -> list[Verdict]:
             if self._verifier is None:
-                self._verifier = verifier_for(self.settings.model_path, self.settings.depth != "D0", settles_as_written(self.settings))
+                self._verifier = verifier_for(
+                    self.settings.model_path, self.settings.depth != "D0", settles_as_written(self.settings), self.settings.verifier_backend
+                )
             batch = [claims[i] for i in indexes]
             found = {v.claim_id: v for v in self._verifier.verify(batch, {c.claim_id: evidence.get(c.claim_id, []) for c in batch}, today)}
             return [found[c.claim_id] for c in batch]

@@ -72,6 +72,7 @@ DEPTH_NAMES = {"fast": "D1", "standard": "D2", "strict": "D3", "audit": "D5"}
 DEMO_ROOT = Path(__file__).parent.parent / "demo"
 RETRIEVAL_PATHS = ("static+minilm", "minilm")
 EMBED_BACKENDS = ("onnx", "torch")
+VERIFIER_BACKENDS = ("onnx", "torch")
 ENV_PREFIX = "KBAUDIT_"
 
 
@@ -242,6 +243,10 @@ class Settings(Section):
     rerank_candidates: int = 50
     # "onnx": the MiniLM's transformer runs in ONNX Runtime (same vectors, faster); "torch": as is
     embed_backend: str = "onnx"
+    # "onnx": the shipped verifier's classifier runs in ONNX Runtime in fp32 once its export
+    # passed the parity check (no torch, no transformers); "torch": in torch, bf16 where the CPU
+    # has it natively (docs/verifier-model.md "ONNX Runtime"). A model_path always runs in torch.
+    verifier_backend: str = "onnx"
     embed_cache_dir: Path | None = None  # one embedding cache shared by several stores; None: <out>/cache
     today: date | None = Field(default=None, **_flag("pin today's date (YYYY-MM-DD) for freshness checks"))
     max_doc_bytes: int = 64 * 1024 * 1024
@@ -384,6 +389,8 @@ class Settings(Section):
             raise ConfigError(f"retrieval_path must be one of {', '.join(RETRIEVAL_PATHS)}; got {self.retrieval_path!r}")
         if self.embed_backend not in EMBED_BACKENDS:
             raise ConfigError(f"embed_backend must be one of {', '.join(EMBED_BACKENDS)}; got {self.embed_backend!r}")
+        if self.verifier_backend not in VERIFIER_BACKENDS:
+            raise ConfigError(f"verifier_backend must be one of {', '.join(VERIFIER_BACKENDS)}; got {self.verifier_backend!r}")
         if self.static_model_path and not Path(self.static_model_path).is_dir():
             raise ConfigError(f"static_model_path is not a folder: {self.static_model_path}")
         self.task_runner = self.task_runner.strip()

@@ -260,7 +260,7 @@ def _deciding(verdict: Verdict, evidence: list[Evidence]) -> Evidence | None:
 def _make_verifier(settings: Settings | None):
     if settings is None:
         return verifier_for(None, True)
-    return verifier_for(settings.model_path, settings.depth != "D0")
+    return verifier_for(settings.model_path, settings.depth != "D0", backend=settings.verifier_backend)
 
 
 # ---- drafting ------------------------------------------------------------------------------

@@ -236,7 +236,8 @@ def run_verifier(store: Store, run_id: str) -> tuple[Verifier, dt.date]:
     today = dt.date.fromisoformat(config["today"]) if config.get("today") else None
     if today is None:
         today = _date_of(_query(store, "SELECT started_at FROM runs WHERE run_id = ?", [run_id]).started_at.iloc[0])
-    return verifier_for(config.get("model_path"), str(config.get("depth") or "D1") != "D0"), today
+    depth = str(config.get("depth") or "D1")
+    return verifier_for(config.get("model_path"), depth != "D0", backend=config.get("verifier_backend") or "onnx"), today
 
 
 def recheck_inputs(store: Store, edit_id: str, text: str) -> tuple[Claim, list[Evidence]]:

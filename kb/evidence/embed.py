@@ -67,6 +67,11 @@ def _model_id_for(path: str, default: bool) -> str:
     return f"{name}@{h.hexdigest()[:12]}"
 
 
+def model_key(path: Path | str, default: bool = False) -> str:
+    """The folder name of a model's caches and exports: its id, safe as a path."""
+    return _model_id_for(str(path), default).replace("/", "_").replace("@", "-")
+
+
 def text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 

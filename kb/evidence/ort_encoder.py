@@ -62,20 +62,32 @@ def _export(st_model, target: Path) -> None:
             return self.model(**dict(zip(names, args))).last_hidden_state
 
     probe = st_model.preprocess(["probe text"])
+    export_module(_Hidden(transformer), tuple(probe[n] for n in names), names, ("hidden", {0: "batch", 1: "tokens"}), target)
+
+
+def export_module(module, probe: tuple, names: list[str], output: tuple[str, dict], target: Path) -> None:
+    """``torch.onnx.export`` of a module taking ``names`` (batch x tokens each) to ``target``,
+    its one output named and its dynamic axes given by ``output``; written under a temporary
+    name and renamed, so a crash never leaves half a model."""
+    import torch
+
+    # the exporter puts the module back in the mode it found it in, recursively: a wrapper left
+    # in training mode would leave the model it wraps with dropout on for the torch path after
+    module.eval()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".tmp-{uuid.uuid4().hex[:8]}-{target.name}")
-    axes = {n: {0: "batch", 1: "tokens"} for n in [*names, "hidden"]}
+    axes = {n: {0: "batch", 1: "tokens"} for n in names} | {output[0]: output[1]}
     with torch.no_grad(), warnings.catch_warnings():
         # The tracer warns about every data-dependent branch of the model; the parity check
         # after the export is what says whether the graph is faithful.
         warnings.simplefilter("ignore")
         # The TorchScript exporter: the dynamo one needs onnxscript, and this graph is plain.
         torch.onnx.export(
-            _Hidden(transformer),
-            tuple(probe[n] for n in names),
+            module,
+            probe,
             str(tmp),
             input_names=names,
-            output_names=["hidden"],
+            output_names=[output[0]],
             dynamic_axes=axes,
             opset_version=17,
             dynamo=False,
@@ -102,15 +114,47 @@ def _stamp(path: Path) -> dict:
     return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "onnxruntime": ort.__version__}
 
 
-def _model_stamp(model_path: Path | str | None) -> list | None:
-    """What the parity record holds of the model it was checked against: its weights and
-    tokenizer (name, size, time). The export folder is keyed by the model's configuration and
-    its weights' sizes only, so retrained weights of the same shape would share the export."""
-    if model_path is None:
+def _model_stamp(*model_paths: Path | str | None) -> list | None:
+    """What the parity record holds of the model it was checked against: the weights and
+    tokenizer of each of its folders (name, size, time). An export folder is keyed by the
+    model's configuration and its weights' sizes only, so retrained weights of the same shape
+    would share the export."""
+    folders = [Path(p) for p in model_paths if p is not None]
+    if not folders:
         return None
-    files = sorted(Path(model_path).glob("*.safetensors")) + sorted(Path(model_path).glob("*.bin"))
-    files += [f for f in (Path(model_path) / "tokenizer.json",) if f.is_file()]
+    files = []
+    for folder in folders:
+        files += sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin"))
+        files += [f for f in (folder / "tokenizer.json",) if f.is_file()]
     return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+
+
+def write_record(export: Path, checked: dict, model: list | None, **result: float) -> None:
+    """Record that ``export`` (whose stamp was ``checked`` when this process opened it) passed
+    the parity check against ``model``, with the check's figures; written whole, then renamed."""
+    record = export.with_name(PARITY_RECORD)
+    tmp = record.with_name(f".tmp-{uuid.uuid4().hex[:8]}-{record.name}")
+    try:
+        if _stamp(export) != checked:
+            return  # replaced since this process opened it (another process's export): not checked here
+        tmp.write_text(json.dumps({**checked, "model": model, **result}), encoding="utf-8")
+        os.replace(tmp, record)
+    except OSError:  # a read-only cache: the next run checks again
+        # on a read-only file system even removing a file that is not there fails (EROFS)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def read_record(export: Path, model: list | None) -> dict | None:
+    """The parity record of ``export`` when it names this very file (size, time, ONNX Runtime
+    version) and ``model``'s files as they are now; else None (then the export is checked again)."""
+    try:
+        record = json.loads(export.with_name(PARITY_RECORD).read_text("utf-8"))
+        if {k: record.get(k) for k in ("size", "mtime_ns", "onnxruntime")} != _stamp(export):
+            return None
+    except (OSError, ValueError, AttributeError):  # no record, an unreadable or foreign one
+        return None
+    return record if record.get("model") == model else None  # else checked against other weights or another tokenizer
 
 
 class _Batched:
@@ -169,18 +213,7 @@ class OrtEncoder(_Batched):
         self._record(agreement)
 
     def _record(self, agreement: float) -> None:
-        """Record that this export passed the parity check (written whole, then renamed)."""
-        record = self.path.with_name(PARITY_RECORD)
-        tmp = record.with_name(f".tmp-{uuid.uuid4().hex[:8]}-{record.name}")
-        try:
-            if _stamp(self.path) != self._checked:
-                return  # replaced since this process opened it (another process's export): not checked here
-            tmp.write_text(json.dumps({**self._checked, "model": _model_stamp(self.model_path), "cosine": agreement}), encoding="utf-8")
-            os.replace(tmp, record)
-        except OSError:  # a read-only cache: the next session checks again
-            # on a read-only file system even removing a file that is not there fails (EROFS)
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
+        write_record(self.path, self._checked, _model_stamp(self.model_path), cosine=agreement)
 
     def parity(self) -> float:
         """The lowest cosine between this encoder's and torch's vectors of the probe texts."""
@@ -244,17 +277,13 @@ class LightEncoder(_Batched):
 
         path = export_dir / "model.onnx"
         max_length = _plain_model(Path(model_path))
+        record = read_record(path, _model_stamp(model_path))
+        if max_length is None or record is None or float(record.get("cosine", 0.0)) < PARITY_MIN:
+            return None
         try:
-            record = json.loads(path.with_name(PARITY_RECORD).read_text("utf-8"))
-            if max_length is None or {k: record.get(k) for k in ("size", "mtime_ns", "onnxruntime")} != _stamp(path):
-                return None
-            if record.get("model") != _model_stamp(model_path):
-                return None  # checked against other weights or another tokenizer
-            if float(record.get("cosine", 0.0)) < PARITY_MIN:
-                return None
             tokenizer = Tokenizer.from_file(str(Path(model_path) / "tokenizer.json"))
             session = _session(path, threads)
-        except Exception:  # noqa: BLE001 - no record, unreadable files: the checked path instead
+        except Exception:  # noqa: BLE001 - unreadable files: the checked path instead
             return None
         tokenizer.enable_truncation(max_length=max_length)
         tokenizer.no_padding()

@@ -36,7 +36,7 @@ from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.versions import written_key
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.additions import ADDED_NOTE
-from kb.verify.model import ModelJudge
+from kb.verify.ort_judge import load_judge
 from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status, settled_as_written
 from kb.verify.revision import apply_contrast
 from kb.verify.rules import judge_numbers, judge_rules
@@ -181,6 +181,9 @@ GATED_CONFIDENCE = 0.9  # how sure a gated nei is: the model's own nei rate on s
 @dataclass
 class VerifierSettings:
     model_path: str | None = None  # None: the shipped verifier; else a local CrossEncoder folder
+    # "onnx": the shipped verifier in ONNX Runtime once its export passed the parity check
+    # (kb.verify.ort_judge); "torch": in torch, bf16 where the CPU has it natively
+    backend: str = "onnx"
     thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_VERIFIER_THRESHOLDS))
     use_model: bool = True  # False: rules only (depth D0)
     max_extra_sentences: int = 2  # other sentences of a passage the rules also try
@@ -240,7 +243,7 @@ class Verifier:
         th = dict(DEFAULT_VERIFIER_THRESHOLDS)
         th.update(self.settings.thresholds or {})
         self.thresholds = th
-        # a ModelJudge once loaded, or a stand-in with its judge() (bench.labels.CachedModel)
+        # a ModelJudge or LightJudge once loaded, or a stand-in with its judge() (bench.labels.CachedModel)
         self._model: Any = None
         self.model_error: str | None = None
         self.tier_counts: dict[str, int] = {}
@@ -256,7 +259,7 @@ class Verifier:
         with _LOADING:
             if self._model is None and not self.model_error:
                 try:
-                    self._model = ModelJudge(path=self.settings.model_path, batch_size=self.settings.batch_size)
+                    self._model = load_judge(self.settings.model_path, self.settings.batch_size, self.settings.backend)
                 except Exception as exc:  # missing weights, missing package: degrade to rules only
                     self.model_error = f"{type(exc).__name__}: {exc}"
                     log.warning("verifier model unavailable, rules only: %s", self.model_error)
@@ -407,13 +410,14 @@ _LOADING = threading.Lock()  # a model judge loads once per process, whichever t
 _BUILDING = threading.Lock()
 
 
-def verifier_for(model_path: str | None, use_model: bool, settle_as_written: bool = False) -> Verifier:
+def verifier_for(model_path: str | None, use_model: bool, settle_as_written: bool = False, backend: str = "onnx") -> Verifier:
     """The verifier a run uses, built once per process: the verify and correct stages share it
     (and so load the model once). lru_cache alone builds one per thread that misses at once."""
     with _BUILDING:
-        return _verifier_for(model_path, use_model, settle_as_written)
+        return _verifier_for(model_path, use_model, settle_as_written, backend)
 
 
 @functools.lru_cache(maxsize=4)
-def _verifier_for(model_path: str | None, use_model: bool, settle_as_written: bool) -> Verifier:
-    return Verifier(VerifierSettings(model_path=model_path, use_model=use_model, settle_as_written=settle_as_written))
+def _verifier_for(model_path: str | None, use_model: bool, settle_as_written: bool, backend: str) -> Verifier:
+    settings = VerifierSettings(model_path=model_path, use_model=use_model, settle_as_written=settle_as_written, backend=backend)
+    return Verifier(settings)

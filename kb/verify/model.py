@@ -10,6 +10,9 @@ replace it: ``ModelJudge(path="/models/my-nli-cross-encoder")``. Its labels are 
 (entailment/support -> supports, contradiction/refute -> refutes, neutral/nei -> nei); an
 optional ``kbaudit_calibration.json`` (``{"temperature": T}``) in that folder calibrates it.
 Nothing is downloaded: everything loads with ``local_files_only``.
+
+This is the torch path. An audit runs the shipped verifier in ONNX Runtime
+(:mod:`kb.verify.ort_judge`) once its export passed a check against this path in fp32.
 """
 
 from __future__ import annotations
@@ -126,10 +129,52 @@ def _label_map(id2label: dict) -> list[int]:
     return cols
 
 
-class ModelJudge:
-    """Batched, calibrated cross-encoder judge for (claim, evidence sentence) pairs."""
+class Calibrated:
+    """Calibrated probabilities and judgements from a judge's ``logits`` (in its own column
+    order), its ``temperature`` and its ``columns`` (for each of RELATIONS, a logits column or -1)."""
 
     tier = "model"
+    temperature: float
+    columns: list[int]
+
+    def logits(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        raise NotImplementedError
+
+    def probs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """Calibrated probabilities, shape (n, 3), columns RELATIONS (supports, refutes, nei)."""
+        raw = self.logits(pairs)
+        if raw.shape[0] == 0:
+            return np.zeros((0, 3), dtype=np.float64)
+        if raw.shape[1] == 1:  # a single-score cross-encoder: P(supports) vs nei
+            p = 1.0 / (1.0 + np.exp(-raw[:, 0] / self.temperature))
+            return np.stack([p, np.zeros_like(p), 1.0 - p], axis=1)
+        z = raw.astype(np.float64) / self.temperature
+        z -= z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        p = e / e.sum(axis=1, keepdims=True)
+        out = np.zeros((raw.shape[0], 3), dtype=np.float64)
+        for r, col in enumerate(self.columns):
+            if col >= 0:
+                out[:, r] = p[:, col]
+        if any(c < 0 for c in self.columns):  # columns we cannot name count as nei
+            named = {c for c in self.columns if c >= 0}
+            for col in range(p.shape[1]):
+                if col not in named:
+                    out[:, 2] += p[:, col]
+        return out / out.sum(axis=1, keepdims=True)
+
+    def judge(self, pairs: Sequence[tuple[str, str]]) -> list[Judgement]:
+        p = self.probs(pairs)
+        res = []
+        for row in p:
+            k = int(row.argmax())
+            rel = RELATIONS[k]
+            res.append(Judgement(relation=rel, confidence=float(row[k]), tier="model", rationale=f"model: {rel} (p={row[k]:.2f})"))
+        return res
+
+
+class ModelJudge(Calibrated):
+    """Batched, calibrated cross-encoder judge for (claim, evidence sentence) pairs, in torch."""
 
     def __init__(
         self,
@@ -214,35 +259,3 @@ class ModelJudge:
                 with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
                     out[idx] = self.model(**enc).logits.float().numpy()
         return out
-
-    def probs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """Calibrated probabilities, shape (n, 3), columns RELATIONS (supports, refutes, nei)."""
-        raw = self.logits(pairs)
-        if raw.shape[0] == 0:
-            return np.zeros((0, 3), dtype=np.float64)
-        if raw.shape[1] == 1:  # a single-score cross-encoder: P(supports) vs nei
-            p = 1.0 / (1.0 + np.exp(-raw[:, 0] / self.temperature))
-            return np.stack([p, np.zeros_like(p), 1.0 - p], axis=1)
-        z = raw.astype(np.float64) / self.temperature
-        z -= z.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        p = e / e.sum(axis=1, keepdims=True)
-        out = np.zeros((raw.shape[0], 3), dtype=np.float64)
-        for r, col in enumerate(self.columns):
-            if col >= 0:
-                out[:, r] = p[:, col]
-        if any(c < 0 for c in self.columns):  # columns we cannot name count as nei
-            named = {c for c in self.columns if c >= 0}
-            for col in range(p.shape[1]):
-                if col not in named:
-                    out[:, 2] += p[:, col]
-        return out / out.sum(axis=1, keepdims=True)
-
-    def judge(self, pairs: Sequence[tuple[str, str]]) -> list[Judgement]:
-        p = self.probs(pairs)
-        res = []
-        for row in p:
-            k = int(row.argmax())
-            rel = RELATIONS[k]
-            res.append(Judgement(relation=rel, confidence=float(row[k]), tier="model", rationale=f"model: {rel} (p={row[k]:.2f})"))
-        return res
