@@ -73,6 +73,15 @@ STATED_AS_WRITTEN_CONFIDENCE = 0.95
 REMOVED_ACTION = "removed in"  # a stale verdict's action that starts so: the fact is gone, not changed
 # a stale verdict's action when the newest source still states the claim but is past its window
 AGED_ACTION = "add a fresher source or re-confirm the claim"
+# The rules' word that a passage is about another entry than the claim's: another option's field
+# line, another entry's table row. Such a passage is no counterpart of the claim's own line.
+OPTION_ELSEWHERE_NOTE = "the passage does not name this option"
+OTHER_ROW_NOTE = "the row is about another entry"
+
+
+def about_another_entry(j: Judgement) -> bool:
+    """The rules found the passage to be another option's line or another entry's row."""
+    return j.tier == "rules" and j.relation == "nei" and j.rationale.startswith((OPTION_ELSEWHERE_NOTE, OTHER_ROW_NOTE))
 
 
 def underspecified(text: str) -> bool:
@@ -538,7 +547,8 @@ def _placed_rewrite(claim: Claim, base: dict, history, current, th) -> Verdict |
     """Stale as rewritten: an older version supports the claim and the newest version of that
     source holds the sentence a diff of the two versions put in its place."""
     for sid, items in history.items():
-        placed = {e.counterpart_of: e for e, _ in current.get(sid, []) if e.counterpart_of}
+        # another option's line the diff put where the claim's stood is no rewrite of it
+        placed = {e.counterpart_of: e for e, j in current.get(sid, []) if e.counterpart_of and not about_another_entry(j)}
         for e_old, j_old in sorted(items, key=lambda p: -p[1].confidence):
             e_new = placed.get(e_old.passage_id)
             if e_new and j_old.relation == "supports" and j_old.confidence >= th["stale_history"]:

@@ -1,0 +1,154 @@
+"""A reference entry's bare lines ("Default: 80", "Type: string", a "| Default: | 20 |" row) are
+about the entry their heading, term or row names: only evidence about that same entry supports or
+refutes them.
+
+Every case is a real git repository with two releases and a KB page of the older one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kb.claims.split import entry_term, field_name
+from kb.config import Settings
+from tests.test_git_sources import TODAY, make_repo, release
+
+
+def _audit(tmp_path: Path, name: str, old: str, new: str, by_heading: bool = False) -> dict:
+    """Verdicts of the older page's claims against both releases, by claim text (by heading and
+    text with ``by_heading``: two entries' lines read alike)."""
+    from kb.chain import run_audit
+
+    repo = make_repo(tmp_path)
+    release(repo, "v1.0.0", "2024-01-10", {f"docs/{name}": old})
+    release(repo, "v2.0.0", "2024-09-01", {f"docs/{name}": new})
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / name).write_text("---\nupdated: 2024-01-10\n---\n" + old)
+    settings = Settings(docs=kb, sources=[f"git:{repo}@v1.0.0,v2.0.0:docs"], depth="D1", today=TODAY, full=True).validate()
+    result = run_audit(settings)
+    return {(c.section.rsplit(" > ", 1)[-1], c.text) if by_heading else c.text: v
+            for c in result.claims if c.checkworthy for v in result.verdicts if v.claim_id == c.claim_id}  # fmt: skip
+
+
+FIELDS = """# Server options
+
+## Options
+
+### port
+
+Type: integer
+
+Default: 80
+
+The port the server listens on.
+
+### timeout
+
+Type: duration
+
+Default: 80
+
+How long a request may take.
+
+### legacy_mode
+
+Type: boolean
+
+Default: false
+
+Turns on the old behaviour.
+
+### workers
+
+Added in version 1.2.
+
+Type: integer
+
+Default: 4
+
+The number of worker processes.
+"""
+
+
+def test_a_removed_options_field_lines_are_not_judged_by_a_neighbours_lines(tmp_path):
+    new = (FIELDS.replace("Type: duration\n\nDefault: 80", "Type: duration\n\nDefault: 90")
+           .replace("### legacy_mode\n\nType: boolean\n\nDefault: false\n\nTurns on the old behaviour.\n\n", "")
+           .replace("Added in version 1.2.\n\n", ""))  # fmt: skip
+    verdict = _audit(tmp_path, "server.md", FIELDS, new)
+    assert verdict["port: Default: 80"].label == "supported", verdict["port: Default: 80"]
+    assert verdict["timeout: Default: 80"].label == "stale", verdict["timeout: Default: 80"]
+    # the option is gone: no other option's "Type: integer" or "Default: 90" stands for it
+    for line in ("legacy_mode: Type: boolean", "legacy_mode: Default: false"):
+        v = verdict[line]
+        assert v.evidence_sentence in (None, ""), v
+        assert v.label in ("stale", "uncertain"), v
+    assert verdict["workers: Default: 4"].label == "supported"
+
+
+TABLES = """# Settings
+
+## cache_size
+
+| Key | Value |
+|---|---|
+| Type: | integer |
+| Default: | 20 |
+
+The size of the cache.
+
+## max_items
+
+| Key | Value |
+|---|---|
+| Type: | integer |
+| Default: | 20 |
+
+The most items a page holds.
+"""
+
+
+@pytest.mark.parametrize("changed", ["cache_size", "max_items"])
+def test_a_field_row_is_judged_by_the_row_under_its_own_heading(tmp_path, changed):
+    head = f"## {changed}\n\n| Key | Value |\n|---|---|\n| Type: | integer |\n| Default: | 20 |"
+    new = TABLES.replace(head, head.replace("| Default: | 20 |", "| Default: | 50 |"))
+    verdict = _audit(tmp_path, "settings.md", TABLES, new, by_heading=True)
+    rows = {heading: v for (heading, text), v in verdict.items() if "Default" in text}
+    kept = next(h for h in rows if h != changed)
+    assert rows[kept].label == "supported", rows
+    assert rows[changed].label == "stale" and "50" in (rows[changed].evidence_sentence or ""), rows
+
+
+ENTRIES = """# Theme options
+
+The theme supports the following options:
+
+* **`highlightjs`**: Enables highlighting of source code. Default: `True`.
+* **`navigation_depth`**: The most levels the navigation shows. Default: `2`.
+* **`sticky_navigation`**: Keeps the navigation in view. Default: `True`.
+"""
+
+
+def test_a_field_line_inside_an_entry_is_read_with_the_entrys_term(tmp_path):
+    new = ENTRIES.replace("shows. Default: `2`.", "shows. Default: `4`.").replace("view. Default: `True`.", "view. Default: `False`.")
+    verdict = _audit(tmp_path, "theme.md", ENTRIES, new)
+    assert verdict["highlightjs: Default: True."].label == "supported", verdict
+    # each changed entry is stale, though another entry still reads "Default: True."
+    assert verdict["navigation_depth: Default: 2."].label == "stale", verdict
+    assert verdict["sticky_navigation: Default: True."].label == "stale", verdict
+
+
+def test_a_definitions_field_line_is_its_terms(tmp_path):
+    old = "# Options\n\nThe server reads these options:\n\n`port`\n:   The port to listen on. Default: 80.\n\n" \
+          "`timeout`\n:   Seconds to wait for a reply. Default: 80.\n"  # fmt: skip
+    verdict = _audit(tmp_path, "options.md", old, old.replace("reply. Default: 80.", "reply. Default: 90."))
+    assert verdict["port: Default: 80."].label == "supported", verdict
+    assert verdict["timeout: Default: 80."].label == "stale", verdict
+
+
+def test_entry_terms_and_field_names_are_recognised():
+    assert entry_term("timeout :   Seconds to wait") == "timeout"
+    assert entry_term("**`navigation_depth`**: The most levels") == "navigation_depth"
+    assert entry_term("Note: this is prose") == ""
+    assert field_name("Default:") and field_name("**Type**") and not field_name("cache_size")
