@@ -1,6 +1,6 @@
-"""A reference entry's bare lines ("Default: 80", "Type: string", a "| Default: | 20 |" row) are
-about the entry their heading, term or row names: only evidence about that same entry supports or
-refutes them.
+"""A reference entry's bare lines ("Default: 80", "Type: string", a "| Default: | 20 |" row, "Added
+in version 1.2.") are about the entry their heading, term or row names: only evidence about that
+same entry supports or refutes them, and a dropped history note is no changed fact.
 
 Every case is a real git repository with two releases and a KB page of the older one."""
 
@@ -12,6 +12,7 @@ import pytest
 
 from kb.claims.split import entry_term, field_name
 from kb.config import Settings
+from kb.verify.policy import history_note
 from tests.test_git_sources import TODAY, make_repo, release
 
 
@@ -84,6 +85,9 @@ def test_a_removed_options_field_lines_are_not_judged_by_a_neighbours_lines(tmp_
         v = verdict[line]
         assert v.evidence_sentence in (None, ""), v
         assert v.label in ("stale", "uncertain"), v
+    # the note went, the option stayed: no finding
+    note = verdict["Added in version 1.2."]
+    assert note.label == "uncertain" and "history note" in note.rationale, note
     assert verdict["workers: Default: 4"].label == "supported"
 
 
@@ -147,7 +151,38 @@ def test_a_definitions_field_line_is_its_terms(tmp_path):
     assert verdict["timeout: Default: 80."].label == "stale", verdict
 
 
-def test_entry_terms_and_field_names_are_recognised():
+NOTES = """# Config reference
+
+## retries
+
+How often a failed call is tried again.
+
+This field was introduced in v1.4.
+
+## backoff
+
+The seconds between two tries.
+
+New in version 1.6.
+"""
+
+
+def test_a_history_note_is_refuted_only_by_a_note_of_its_entity(tmp_path):
+    # retries loses its note; backoff's note now names another version
+    new = NOTES.replace("This field was introduced in v1.4.\n\n", "").replace("New in version 1.6.", "New in version 1.7.")
+    verdict = _audit(tmp_path, "config.md", NOTES, new)
+    dropped = verdict["This field was introduced in v1.4."]
+    assert dropped.label == "uncertain" and "history note" in dropped.rationale, dropped
+    assert verdict["New in version 1.6."].label in ("stale", "contradicted"), verdict["New in version 1.6."]
+
+
+def test_history_notes_terms_and_field_names_are_recognised():
+    for note in ("Added in version 1.2.", "New in v0.123.0", "Since: v1.13", "Since: v1.17 (pro)",
+                 "This field was introduced in v1.4.", "The `foo` option was added in 2.3", "Changed in version 2.0."):  # fmt: skip
+        assert history_note(note), note
+    # a note that goes on with a fact states that fact
+    for fact in ("Changed in version 2.0: the default is 5.", "Since 2.0 the default is 5", "The default is 5 since 2.0."):
+        assert not history_note(fact), fact
     assert entry_term("timeout :   Seconds to wait") == "timeout"
     assert entry_term("**`navigation_depth`**: The most levels") == "navigation_depth"
     assert entry_term("Note: this is prose") == ""

@@ -79,6 +79,23 @@ OPTION_ELSEWHERE_NOTE = "the passage does not name this option"
 OTHER_ROW_NOTE = "the row is about another entry"
 
 
+# A history note: when its entity came or changed ("Added in version 1.2.", "New in v0.12",
+# "Since: v1.13", "This field was introduced in v1.4."), nothing after the version but punctuation
+# or a parenthesis. "Changed in version 2.0: the default is 5." states a fact and is judged as any.
+_NOTE_VERSION = r"v?\d[\w.\-]*(?:\s*\([^)]*\))?"
+_HISTORY_NOTE = re.compile(
+    r"^\W*(?:(?:this|the)\b[\w\s`'\"-]{0,40}?\b(?:was|were|has\s+been|have\s+been|is|are)\s+)?"
+    r"(?:(?:added|introduced|new|changed|available|supported)\s+(?:in|since)|since)"
+    r"(?:\s+(?:version|release))?\s*:?\s*" + _NOTE_VERSION + r"(?:\s*,\s*" + _NOTE_VERSION + r")?[\s.!;:]*$",
+    re.IGNORECASE,
+)
+
+
+def history_note(text: str | None) -> bool:
+    """Whether a line is a history note of its entity ("Added in version 1.2.", "Since: v1.13")."""
+    return bool(text) and _HISTORY_NOTE.match(text.strip()) is not None
+
+
 def about_another_entry(j: Judgement) -> bool:
     """The rules found the passage to be another option's line or another entry's row."""
     return j.tier == "rules" and j.relation == "nei" and j.rationale.startswith((OPTION_ELSEWHERE_NOTE, OTHER_ROW_NOTE))
@@ -226,6 +243,15 @@ def decide(
     def best(items, relation, threshold):
         hits = [(e, j) for e, j in items if j.relation == relation and j.confidence >= threshold]
         return max(hits, key=lambda p: (p[1].confidence, p[1].tier == "rules"), default=None)
+
+    if history_note(claim.source_text or claim.text):
+        dropped = _history_note_dropped(claim, base, current, th)
+        if dropped is not None:
+            return dropped
+        # only a note of the same entity that states another version refutes a note
+        current = defaultdict(list, {sid: [(e, j if j.relation != "refutes" or _notes_same_entity(claim, e)
+                                            else replaced(j, relation="nei")) for e, j in items]
+                                     for sid, items in current.items()})  # fmt: skip
 
     if not claim.time_sensitive:
         e = _newest_written(claim, (e for items in current.values() for e, _ in items))
@@ -445,6 +471,26 @@ def decide(
 _ISSUE_REF = re.compile(r"(?:#|\bissue:?`?)(\d+)\b", re.IGNORECASE)  # "#628", "issue48", ":issue:`3567`"
 
 
+def _notes_same_entity(claim: Claim, e: Evidence) -> bool:
+    """The evidence is a history note of the claim's entity: under the same heading path, or a
+    setting line the rules read with the claim's option."""
+    return history_note(e.sentence) and (e.section == claim.section or claim.reason == SETTING_NOTE)
+
+
+def _history_note_dropped(claim: Claim, base: dict, current, th: dict[str, float]) -> Verdict | None:
+    """A history note ("Added in version 1.2.") that no current source supports and no note of
+    the same entity refutes: the newest release dropped the note, which changes no fact of the
+    entity (its removal, if it went, shows in its other lines). Not a finding: uncertain."""
+    for items in current.values():
+        for e, j in items:
+            if j.relation == "supports" and j.confidence >= th["support"]:
+                return None
+            if j.relation == "refutes" and j.confidence >= th["refute"] and _notes_same_entity(claim, e):
+                return None
+    return _uncertain(claim, base, "a history note the newest release no longer states about its entity; "
+                      "dropping a note of when an entity came or changed changes no fact", 0.5, kind="history_note")  # fmt: skip
+
+
 def _model_only(j: Judgement) -> bool:
     """A judgement of the model alone: no rule found a value on either side."""
     return j.tier == "model" and j.claim_value is None and j.evidence_value is None
@@ -635,6 +681,7 @@ _GAPS = {
     "revised": ("technical", "retrieve deeper in the newest source version, else human review"),
     "undated": ("systemic", "add a dated source"),
     "underspecified": ("technical", "add the section context to the claim, else human review"),
+    "history_note": ("technical", "none (a dropped history note; keep or drop it)"),
 }
 
 
