@@ -12,7 +12,7 @@ import pytest
 
 from kb.claims.split import entry_term, field_name
 from kb.config import Settings
-from kb.verify.policy import history_note
+from kb.verify.policy import history_note, without_history_note
 from tests.test_git_sources import TODAY, make_repo, release
 
 
@@ -176,6 +176,25 @@ def test_a_history_note_is_refuted_only_by_a_note_of_its_entity(tmp_path):
     assert verdict["New in version 1.6."].label in ("stale", "contradicted"), verdict["New in version 1.6."]
 
 
+FUNCTIONS = """# Template functions
+
+| Usage | Description |
+|---|---|
+| `mdv2escape "foo"` | escape characters according to MarkdownV2. Since v1.19 |
+| `trimprefix "foo"` | removes the given prefix. Since v1.4 |
+"""
+
+
+def test_a_cell_read_without_the_history_note_it_ended_with(tmp_path):
+    # the newest release moved the notes out of the cells; one description changed as well
+    new = FUNCTIONS.replace(". Since v1.19", "").replace("removes the given prefix. Since v1.4", "removes the prefix, if any")
+    verdict = _audit(tmp_path, "templates.md", FUNCTIONS, new)
+    kept = next(v for c, v in verdict.items() if "MarkdownV2" in c)
+    changed = next(v for c, v in verdict.items() if "prefix" in c)
+    assert kept.label == "supported", kept
+    assert changed.label in ("stale", "contradicted"), changed
+
+
 def test_history_notes_terms_and_field_names_are_recognised():
     for note in ("Added in version 1.2.", "New in v0.123.0", "Since: v1.13", "Since: v1.17 (pro)",
                  "This field was introduced in v1.4.", "The `foo` option was added in 2.3", "Changed in version 2.0."):  # fmt: skip
@@ -183,6 +202,8 @@ def test_history_notes_terms_and_field_names_are_recognised():
     # a note that goes on with a fact states that fact
     for fact in ("Changed in version 2.0: the default is 5.", "Since 2.0 the default is 5", "The default is 5 since 2.0."):
         assert not history_note(fact), fact
+    assert without_history_note("either 'clean' or 'dirty'. Since v1.24") == "either 'clean' or 'dirty'"
+    assert without_history_note("Since v1.2") == "Since v1.2"  # the note alone is the note
     assert entry_term("timeout :   Seconds to wait") == "timeout"
     assert entry_term("**`navigation_depth`**: The most levels") == "navigation_depth"
     assert entry_term("Note: this is prose") == ""

@@ -45,6 +45,7 @@ from kb.verify.policy import (
     decide,
     document_status,
     settled_as_written,
+    without_history_note,
 )
 from kb.verify.revision import apply_contrast
 from kb.verify.rules import judge_numbers, judge_rules
@@ -106,7 +107,8 @@ def table_judgement(claim: Claim, sentence: str, passage: str = "", section: str
             return Judgement("nei", OTHER_ROW_CONFIDENCE, "rules", "the entry's row changed shape: the value's place is unknown")
         return None
     now = cells[column - 1]
-    if written_key(now) == value:
+    # a history note the cell ended with ("... . Since v1.19") moved out of it or went: no change
+    if written_key(now) in (value, written_key(without_history_note(claim.source_text))):
         return Judgement("supports", SAME_ROW_CONFIDENCE, "rules", "the entry's own row holds the value in its place")
     if column == width and written_key(now) and value.startswith(written_key(now) + " "):
         # the row was cut where its last cell's first sentence ends ("Disables output processing."
@@ -323,6 +325,8 @@ class Verifier:
         # a changelog entry's issue label ("#9488: ...") names the entry, not its fact: the entry's
         # statement is judged without it too
         texts += [bare for t in texts if (bare := ISSUE_LABEL.sub("", t, count=1)) != t and bare.strip()]
+        # nor does a history note it ends with ("... . Since v1.19"): a release may move it elsewhere
+        texts += [bare for t in texts if (bare := without_history_note(t)) != t and bare.strip()]
         cands = [sentence]
         if ev.passage and self.settings.max_extra_sentences:
             cw = set(content_words(word_tokens(claim.text)))

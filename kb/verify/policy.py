@@ -28,7 +28,7 @@ from collections.abc import Collection
 from datetime import date
 
 from kb.claims.split import SETTING_NOTE
-from kb.claims.text import passage_sentences
+from kb.claims.text import passage_sentences, sentence_spans
 from kb.evidence.changelog import is_changelog
 from kb.evidence.versions import states_as_written
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
@@ -94,6 +94,16 @@ _HISTORY_NOTE = re.compile(
 def history_note(text: str | None) -> bool:
     """Whether a line is a history note of its entity ("Added in version 1.2.", "Since: v1.13")."""
     return bool(text) and _HISTORY_NOTE.match(text.strip()) is not None
+
+
+def without_history_note(text: str) -> str:
+    """The text without a history note it ends with ("escape characters ... . Since v1.19" ->
+    "escape characters ..."): a later release that moved the note elsewhere or dropped it still
+    states the rest. The text itself when it has no such ending, or is the note alone."""
+    spans = sentence_spans(text)
+    if len(spans) < 2 or not history_note(text[spans[-1][0] : spans[-1][1]]):
+        return text
+    return text[: spans[-1][0]].rstrip().rstrip(".").rstrip()
 
 
 def about_another_entry(j: Judgement) -> bool:
