@@ -208,3 +208,28 @@ def test_history_notes_terms_and_field_names_are_recognised():
     assert entry_term("**`navigation_depth`**: The most levels") == "navigation_depth"
     assert entry_term("Note: this is prose") == ""
     assert field_name("Default:") and field_name("**Type**") and not field_name("cache_size")
+
+
+def test_another_lists_lead_in_says_nothing_of_an_item(tmp_path):
+    from kb.chain import run_audit
+
+    pages = {
+        name: f"# {name.title()}\n\nFor it to work, you'll need to create a new {name.title()} app, and set some "
+        f"environment variables on your pipeline:\n\n- `{name.upper()}_TOKEN`\n- `{name.upper()}_SECRET`\n"
+        for name in ("twitter", "reddit", "telegram")
+    }
+    repo = make_repo(tmp_path)
+    release(repo, "v1.0.0", "2024-01-10", {f"docs/{n}.md": t for n, t in pages.items()})
+    # the newest release moved the variables of one page under a heading of their own
+    moved = pages["twitter"].replace("on your pipeline:\n\n", "on your pipeline.\n\n## Variables\n\n")
+    release(repo, "v2.0.0", "2024-09-01", {"docs/twitter.md": moved})
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "twitter.md").write_text("---\nupdated: 2024-01-10\n---\n" + pages["twitter"])
+    settings = Settings(docs=kb, sources=[f"git:{repo}@v1.0.0,v2.0.0:docs"], depth="D1", today=TODAY, full=True).validate()
+    result = run_audit(settings)
+    items = [v for c in result.claims if c.checkworthy and c.source_text.startswith("TWITTER")
+             for v in result.verdicts if v.claim_id == c.claim_id]  # fmt: skip
+    assert len(items) == 2
+    for v in items:
+        assert v.label not in ("stale", "contradicted"), v

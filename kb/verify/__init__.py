@@ -205,6 +205,16 @@ def within_lead_in(claim: Claim, sentence: str) -> bool:
             and len(lead_words) - k <= OTHER_ENTRY_WORDS and item[: len(rest)] != rest)  # fmt: skip
 
 
+def another_lead_in(claim: Claim, sentence: str) -> bool:
+    """``sentence`` is a list's lead-in (it ends with a colon) without the list item the claim was
+    read from: whichever list it introduces (another page's "set some environment variables on
+    your pipeline:"), a lead-in states none of its items, so it says nothing of this one."""
+    if claim.reason != LEAD_IN_ATTACHED or not claim.source_text:
+        return False
+    item = canonical(claim.source_text)
+    return bool(item) and sentence.rstrip().rstrip("*_`").endswith(":") and f" {item} " not in f" {canonical(sentence)} "
+
+
 DEFAULT_VERIFIER_THRESHOLDS = {
     **DEFAULT_THRESHOLDS,
     "rules_override": 0.85,  # a rules judgement this sure is not sent to the model
@@ -336,7 +346,8 @@ class Verifier:
         best: Judgement | None = None
         best_sentence = sentence
         for s in cands:
-            if is_lead_in_of(claim.text, s, claim.source_text if claim.reason == LEAD_IN_ATTACHED else "") or within_lead_in(claim, s):
+            if (is_lead_in_of(claim.text, s, claim.source_text if claim.reason == LEAD_IN_ATTACHED else "")
+                    or within_lead_in(claim, s) or another_lead_in(claim, s)):  # fmt: skip
                 j = Judgement("nei", LEAD_IN_CONFIDENCE, "rules", LEAD_IN_NOTE)
                 if _rank(j) > _rank(best):
                     best, best_sentence = j, s
