@@ -233,3 +233,34 @@ def test_another_lists_lead_in_says_nothing_of_an_item(tmp_path):
     assert len(items) == 2
     for v in items:
         assert v.label not in ("stale", "contradicted"), v
+
+
+DEPRECATIONS = """# Deprecations
+
+## Active deprecation notices
+
+### archives.format
+
+> since 2023-06-06 (v1.19.0)
+
+Use `archives.formats` instead.
+
+## Removed in v1
+
+### builds.gobinary
+
+> since 2019-06-09, removed 2020-01-07 (v0.125.0)
+
+Use `builds.tool` instead.
+"""
+
+
+def test_a_bare_line_is_refuted_only_under_its_own_heading(tmp_path):
+    # the newest release dropped the removed notice and marked the active one removed: the notice
+    # that went is not refuted by the other notice's dates
+    new = DEPRECATIONS.split("## Removed in v1")[0].replace(
+        "> since 2023-06-06 (v1.19.0)", "> since 2023-06-06 (v1.19.0), removed 2024-05-26 (v2.0)"
+    )
+    verdict = _audit(tmp_path, "deprecations.md", DEPRECATIONS, new)
+    gone = next(v for c, v in verdict.items() if "2019-06-09" in c)
+    assert "2024-05-26" not in (gone.evidence_sentence or ""), gone

@@ -27,8 +27,9 @@ from collections import defaultdict
 from collections.abc import Collection
 from datetime import date
 
-from kb.claims.split import SETTING_NOTE
+from kb.claims.split import MAX_KEYED_SETTING_WORDS, SETTING_NOTE
 from kb.claims.text import passage_sentences, sentence_spans
+from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.changelog import is_changelog
 from kb.evidence.versions import states_as_written
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
@@ -282,6 +283,13 @@ def decide(
         current = defaultdict(list, {k: v for k, v in current.items() if k in about})
         history = defaultdict(list, {k: v for k, v in history.items() if k in about})
 
+    if bare_line(claim):
+        # a bare line is about the entry its heading names: a line under another heading (another
+        # entry's "since 2023-06-06, removed 2024-05-26") refutes nothing of it
+        current = defaultdict(list, {sid: [(e, j if j.relation != "refutes" or _under_its_heading(claim, e)
+                                            else replaced(j, relation="nei")) for e, j in items]
+                                     for sid, items in current.items()})  # fmt: skip
+
     stance: dict[str, tuple[str, Evidence, Judgement]] = {}
     for sid, items in current.items():
         s = best(items, "supports", th["support"])
@@ -479,6 +487,28 @@ def decide(
 
 
 _ISSUE_REF = re.compile(r"(?:#|\bissue:?`?)(\d+)\b", re.IGNORECASE)  # "#628", "issue48", ":issue:`3567`"
+
+
+def bare_line(claim: Claim) -> bool:
+    """A short line read as written, with no subject of its own ("since 2019-06-09, removed
+    2020-01-07", "Default: 80", "Required: no"): at most MAX_KEYED_SETTING_WORDS words and no
+    whole sentence (capitalised, ended, with a finite verb). Table cells, setting lines and list
+    items carry their entry already (their row key, option, lead-in) and are judged by it."""
+    text = claim.source_text or claim.text
+    if claim.reason.startswith(TABLE_NOTE) or claim.reason in (SETTING_NOTE, LEAD_IN_ATTACHED):
+        return False
+    words = word_tokens(text)
+    if not words or len(text.split()) > MAX_KEYED_SETTING_WORDS:
+        return False
+    ended = text.rstrip().rstrip("\"'”’)]").endswith((".", "!"))
+    return not (words[0][:1].isupper() and ended and _FINITE_VERB.search(text) is not None)
+
+
+def _under_its_heading(claim: Claim, e: Evidence) -> bool:
+    """The evidence stands under the heading the claim stands under (its path's last heading),
+    or the claim stands under none."""
+    mine = claim.section.rsplit(" > ", 1)[-1]
+    return not mine or canonical(e.section.rsplit(" > ", 1)[-1]) == canonical(mine)
 
 
 def _notes_same_entity(claim: Claim, e: Evidence) -> bool:
