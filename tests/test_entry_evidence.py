@@ -264,3 +264,23 @@ def test_a_bare_line_is_refuted_only_under_its_own_heading(tmp_path):
     verdict = _audit(tmp_path, "deprecations.md", DEPRECATIONS, new)
     gone = next(v for c, v in verdict.items() if "2019-06-09" in c)
     assert "2024-05-26" not in (gone.evidence_sentence or ""), gone
+
+
+PRESETS = """# Presets
+
+| Preset | Usage | Other Notes |
+|---|---|---|
+| preset-rk-h264 | Rockchip MPP with h264 stream | Use the image with the rk suffix |
+| preset-vaapi | Intel and AMD VAAPI | Check the driver first |
+"""
+
+
+def test_a_renamed_row_still_reads_as_a_change(tmp_path):
+    # the newest release renamed the entry and reworded its cells: the row the diff put in its
+    # place is the renamed one, while an entry whose own row stands keeps it
+    new = PRESETS.replace("| preset-rk-h264 | Rockchip MPP with h264 stream |", "| preset-rkmpp | Rockchip MPP |")
+    verdict = _audit(tmp_path, "presets.md", PRESETS, new)
+    renamed = next(v for c, v in verdict.items() if "preset-rk-h264" in c and "Usage" in c)
+    kept = next(v for c, v in verdict.items() if "preset-vaapi" in c and "Usage" in c)
+    assert renamed.label == "stale", renamed
+    assert kept.label == "supported", kept

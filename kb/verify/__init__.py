@@ -40,10 +40,11 @@ from kb.verify.model import ModelJudge
 from kb.verify.policy import (
     DEFAULT_THRESHOLDS,
     OPTION_ELSEWHERE_NOTE,
+    OTHER_HEADING_NOTE,
     OTHER_ROW_NOTE,
-    about_another_entry,
     decide,
     document_status,
+    entries_elsewhere,
     settled_as_written,
     without_history_note,
 )
@@ -94,7 +95,7 @@ def table_judgement(claim: Claim, sentence: str, passage: str = "", section: str
         return Judgement("nei", OTHER_ROW_CONFIDENCE, "rules", f"{OTHER_ROW_NOTE} ({cells[0]})")
     mine, theirs = claim.section.rsplit(" > ", 1)[-1], section.rsplit(" > ", 1)[-1]
     if field_name(cells[0]) and section and written_key(mine) != written_key(theirs):
-        return Judgement("nei", OTHER_ROW_CONFIDENCE, "rules", f"{OTHER_ROW_NOTE} ({theirs}: {cells[0]})")
+        return Judgement("nei", OTHER_ROW_CONFIDENCE, "rules", f"{OTHER_HEADING_NOTE} ({theirs}: {cells[0]})")
     column, width = int(place.group(1)), int(place.group(2))
     value = written_key(claim.source_text)
     if len(cells) != width:
@@ -205,11 +206,13 @@ def within_lead_in(claim: Claim, sentence: str) -> bool:
             and len(lead_words) - k <= OTHER_ENTRY_WORDS and item[: len(rest)] != rest)  # fmt: skip
 
 
-def another_lead_in(claim: Claim, sentence: str) -> bool:
-    """``sentence`` is a list's lead-in (it ends with a colon) without the list item the claim was
-    read from: whichever list it introduces (another page's "set some environment variables on
-    your pipeline:"), a lead-in states none of its items, so it says nothing of this one."""
-    if claim.reason != LEAD_IN_ATTACHED or not claim.source_text:
+def another_lead_in(claim: Claim, sentence: str, section: str) -> bool:
+    """``sentence`` is the lead-in (it ends with a colon) of another list than the claim's, under
+    another heading path (``section``), without the list item the claim was read from (another
+    page's "set some environment variables on your pipeline:"): a lead-in states none of its
+    items, so it says nothing of this one. The claim's own lead-in, changed in its own words, is
+    still judged as any sentence."""
+    if claim.reason != LEAD_IN_ATTACHED or not claim.source_text or section == claim.section:
         return False
     item = canonical(claim.source_text)
     return bool(item) and sentence.rstrip().rstrip("*_`").endswith(":") and f" {item} " not in f" {canonical(sentence)} "
@@ -347,7 +350,7 @@ class Verifier:
         best_sentence = sentence
         for s in cands:
             if (is_lead_in_of(claim.text, s, claim.source_text if claim.reason == LEAD_IN_ATTACHED else "")
-                    or within_lead_in(claim, s) or another_lead_in(claim, s)):  # fmt: skip
+                    or within_lead_in(claim, s) or another_lead_in(claim, s, ev.section)):  # fmt: skip
                 j = Judgement("nei", LEAD_IN_CONFIDENCE, "rules", LEAD_IN_NOTE)
                 if _rank(j) > _rank(best):
                     best, best_sentence = j, s
@@ -449,7 +452,7 @@ class Verifier:
     def label(self, claim: Claim, evidence: list[Evidence], judgements: list[Judgement], today: date) -> Verdict:
         """The verdict from one claim's per-passage judgements: the revision contrast between
         dated versions of a source (:mod:`kb.verify.revision`), then the policy."""
-        elsewhere = {i for i, j in enumerate(judgements) if about_another_entry(j)}
+        elsewhere = entries_elsewhere(evidence, judgements)
         judgements = apply_contrast(claim.text, evidence, judgements, self.thresholds["rules_override"], elsewhere)
         return decide(claim, evidence, judgements, today, thresholds=self.thresholds)
 

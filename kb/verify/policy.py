@@ -78,6 +78,8 @@ AGED_ACTION = "add a fresher source or re-confirm the claim"
 # line, another entry's table row. Such a passage is no counterpart of the claim's own line.
 OPTION_ELSEWHERE_NOTE = "the passage does not name this option"
 OTHER_ROW_NOTE = "the row is about another entry"
+OTHER_HEADING_NOTE = "the row is the field of another heading's entry"
+OWN_ROW_NOTE = "the entry's"  # how the rules' judgements of the entry's own row begin
 
 
 # A history note: when its entity came or changed ("Added in version 1.2.", "New in v0.12",
@@ -107,9 +109,16 @@ def without_history_note(text: str) -> str:
     return text[: spans[-1][0]].rstrip().rstrip(".").rstrip()
 
 
-def about_another_entry(j: Judgement) -> bool:
-    """The rules found the passage to be another option's line or another entry's row."""
-    return j.tier == "rules" and j.relation == "nei" and j.rationale.startswith((OPTION_ELSEWHERE_NOTE, OTHER_ROW_NOTE))
+def entries_elsewhere(evidence, judgements) -> set[int]:
+    """The indices of passages the rules found to be about another entry than the claim's:
+    another option's line, another heading's field row, and another entry's row where the newest
+    version still has the entry's own row. Where it has none, the entry went or was renamed, and
+    the row a diff put in its place may be the renamed one ("preset-rk-h264" -> "preset-rkmpp")."""
+    newest = newest_dates(evidence)
+    own_row = any(j.tier == "rules" and j.rationale.startswith(OWN_ROW_NOTE) and _is_current(e, newest)
+                  for e, j in zip(evidence, judgements))  # fmt: skip
+    kinds = (OPTION_ELSEWHERE_NOTE, OTHER_HEADING_NOTE, OTHER_ROW_NOTE) if own_row else (OPTION_ELSEWHERE_NOTE, OTHER_HEADING_NOTE)
+    return {i for i, j in enumerate(judgements) if j.tier == "rules" and j.relation == "nei" and j.rationale.startswith(kinds)}
 
 
 def underspecified(text: str) -> bool:
@@ -242,6 +251,7 @@ def decide(
         return _uncertain(claim, base, "no evidence retrieved", 0.5, kind="no_evidence")
 
     newest = newest_dates(evidence)
+    elsewhere = {evidence[i].evidence_id for i in entries_elsewhere(evidence, judgements)}
 
     current: dict[str, list[tuple[Evidence, Judgement]]] = defaultdict(list)
     history: dict[str, list[tuple[Evidence, Judgement]]] = defaultdict(list)
@@ -388,7 +398,7 @@ def decide(
         if stale_hits and not paired:
             # the diff of the two versions still puts a rewritten sentence where the supporting
             # one stood: stale as rewritten, whatever the unrelated sentence says
-            rewrite = None if vague else _placed_rewrite(claim, base, history, current, th)
+            rewrite = None if vague else _placed_rewrite(claim, base, history, current, th, elsewhere)
             if rewrite:
                 return rewrite
             e_new, j_new, e_old, _ = stale_hits[0]
@@ -455,7 +465,7 @@ def decide(
             return _revised(claim, base, sid, old, rev, th)
     # an older version supported it and a diff of the two versions puts a different sentence of
     # the newest version in its place: the statement was rewritten (not merely dropped)
-    rewrite = None if vague else _placed_rewrite(claim, base, history, current, th)
+    rewrite = None if vague else _placed_rewrite(claim, base, history, current, th, elsewhere)
     if rewrite:
         return rewrite
     removed = [(e, j) for e, j in old_sup if e.removed_in and j.confidence >= th["support"]]
@@ -629,12 +639,13 @@ def _revised(claim: Claim, base: dict, sid: str, old, rev, th) -> Verdict:
     )  # fmt: skip
 
 
-def _placed_rewrite(claim: Claim, base: dict, history, current, th) -> Verdict | None:
+def _placed_rewrite(claim: Claim, base: dict, history, current, th, elsewhere: Collection[str] = ()) -> Verdict | None:
     """Stale as rewritten: an older version supports the claim and the newest version of that
-    source holds the sentence a diff of the two versions put in its place."""
+    source holds the sentence a diff of the two versions put in its place. ``elsewhere``: the
+    evidence ids of another entry's lines, which are no rewrite of the claim's."""
     for sid, items in history.items():
         # another option's line the diff put where the claim's stood is no rewrite of it
-        placed = {e.counterpart_of: e for e, j in current.get(sid, []) if e.counterpart_of and not about_another_entry(j)}
+        placed = {e.counterpart_of: e for e, _ in current.get(sid, []) if e.counterpart_of and e.evidence_id not in elsewhere}
         for e_old, j_old in sorted(items, key=lambda p: -p[1].confidence):
             e_new = placed.get(e_old.passage_id)
             if e_new and j_old.relation == "supports" and j_old.confidence >= th["stale_history"]:
