@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Collection
 from datetime import date
 
-from kb.claims.split import MAX_KEYED_SETTING_WORDS, SETTING_NOTE
+from kb.claims.split import MAX_KEYED_SETTING_WORDS, SETTING_NOTE, keyed_setting_line
 from kb.claims.text import passage_sentences, sentence_spans
 from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.changelog import is_changelog
@@ -501,17 +501,16 @@ _ISSUE_REF = re.compile(r"(?:#|\bissue:?`?)(\d+)\b", re.IGNORECASE)  # "#628", "
 
 def bare_line(claim: Claim) -> bool:
     """A short line read as written, with no subject of its own ("since 2019-06-09, removed
-    2020-01-07", "Default: 80", "Required: no"): at most MAX_KEYED_SETTING_WORDS words and no
-    whole sentence (capitalised, ended, with a finite verb). Table cells, setting lines and list
+    2020-01-07", "Default: 80.", "Required: no"): a field line, or at most
+    MAX_KEYED_SETTING_WORDS words not ended as a sentence is. Table cells, setting lines and list
     items carry their entry already (their row key, option, lead-in) and are judged by it."""
     text = claim.source_text or claim.text
     if claim.reason.startswith(TABLE_NOTE) or claim.reason in (SETTING_NOTE, LEAD_IN_ATTACHED):
         return False
-    words = word_tokens(text)
-    if not words or len(text.split()) > MAX_KEYED_SETTING_WORDS:
-        return False
-    ended = text.rstrip().rstrip("\"'”’)]").endswith((".", "!"))
-    return not (words[0][:1].isupper() and ended and _FINITE_VERB.search(text) is not None)
+    if keyed_setting_line(text):
+        return True
+    ended = text.rstrip().rstrip("\"'”’)]").endswith((".", "!", "?"))
+    return bool(word_tokens(text)) and len(text.split()) <= MAX_KEYED_SETTING_WORDS and not ended
 
 
 def _under_its_heading(claim: Claim, e: Evidence) -> bool:
