@@ -67,6 +67,13 @@ _SETTING_KEY = re.compile(
 SETTING_NOTE = "setting read with its option"  # Claim.reason of such a line; the verifier keys on it
 
 
+def field_name(text: str) -> bool:
+    """A cell or term that names a kind of fact rather than an entry ("Default:", "**Type**",
+    "Required"): a key/value table of one option under its heading is made of such rows."""
+    name = text.strip().strip("*_`").rstrip(":").strip().strip("*_`")
+    return bool(name) and _SETTING_KEY.match(f"{name}: x") is not None
+
+
 def keyed_setting_line(line: str) -> bool:
     """A field line of an option reference ("Type: boolean", "Default: 1m")."""
     line = line.strip()
@@ -107,6 +114,34 @@ def _setting_lead(prev: Block | None, block: Block) -> str:
             prev.kind == "heading" or prev.section == block.section):  # fmt: skip
         return heading
     return ""
+
+
+# an entry's term at the start of its list item or definition ("`timeout`: Seconds to wait ...",
+# "**port** : The port ...", how a definition list's term and definition read as one paragraph)
+_ENTRY_TERM = re.compile(r"^\s*[*_`\"']*([A-Za-z_][\w.\[\]-]*)[*_`\"']*\s*:\s")
+
+
+def entry_term(text: str) -> str:
+    """The option or field an entry's text opens with ("timeout" of "timeout : Seconds to wait"),
+    "" when it opens on no such name. A capitalised word ("Note: ...") is no entry's term."""
+    m = _ENTRY_TERM.match(text)
+    if m is None:
+        return ""
+    term = m.group(1)
+    return term if _OPTION_NAME.fullmatch(term) or (term.islower() and term.isidentifier()) else ""
+
+
+def _entry_fields(block: Block, units: list) -> None:
+    """A field line after the first sentence of an entry ("timeout: Seconds to wait for a reply.
+    Default: 80.") is about the entry's term, not about the list's lead-in: read it with the term,
+    as a setting line, so another entry's "Default: 80." says nothing of it."""
+    term = entry_term(block.text) if block.kind in ("paragraph", "list_item") else ""
+    if not term:
+        return
+    for u in units:
+        line = block.text[u.start : u.end]
+        if u.start > 0 and keyed_setting_line(line):
+            u.text, u.has_context, u.note = f"{term}: {line}", True, SETTING_NOTE
 
 
 def setting_option(claim: Claim) -> str:
@@ -150,6 +185,8 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
         if setting:
             for u in units:
                 u.text, u.has_context, u.note = f"{setting}: {u.text}", True, SETTING_NOTE
+        else:
+            _entry_fields(block, units)
         prev_block = block
 
         for unit in units:

@@ -15,7 +15,7 @@ from rapidfuzz.utils import default_process
 
 # Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
 # passages are cut the same way.
-from kb.claims.split import setting_option
+from kb.claims.split import entry_term, setting_option
 from kb.evidence.bm25 import _BM25
 from kb.evidence.passages import _Span, sentence_key, tokenize
 from kb.records import Claim, Passage
@@ -249,8 +249,12 @@ class SourceVersions:
         if section and written_key(section[-1]) == key:
             return True
         before = sentence - 1
-        return (before >= 0 and self._version_of_sentence(before) == self._version_of_sentence(sentence)
-                and f" {written_key(self.sentences[before].text)}".endswith(f" {key}"))  # fmt: skip
+        if before < 0 or self._version_of_sentence(before) != self._version_of_sentence(sentence):
+            return False
+        # the line before names the option ("`readTimeout`:"), or opens the option's entry
+        # ("timeout : Seconds to wait for a reply." before "Default: 80.")
+        said = self.sentences[before].text
+        return f" {written_key(said)}".endswith(f" {key}") or written_key(entry_term(said)) == key
 
     def _sentence_home(self, sentence: int) -> tuple[str, tuple[str, ...]]:
         """The source and heading path a sentence stands under (the same in every version)."""

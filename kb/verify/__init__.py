@@ -30,14 +30,24 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from kb.claims.split import SETTING_NOTE, setting_line, setting_option
-from kb.claims.text import passage_sentences
+from kb.claims.split import SETTING_NOTE, field_name, keyed_setting_line, setting_line, setting_option
+from kb.claims.text import passage_sentences, sentence_spans
 from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.versions import written_key
 from kb.records import Claim, Evidence, Judgement, Verdict
 from kb.verify.additions import ADDED_NOTE
 from kb.verify.ort_judge import load_judge
-from kb.verify.policy import DEFAULT_THRESHOLDS, decide, document_status, settled_as_written
+from kb.verify.policy import (
+    DEFAULT_THRESHOLDS,
+    OPTION_ELSEWHERE_NOTE,
+    OTHER_HEADING_NOTE,
+    OTHER_ROW_NOTE,
+    decide,
+    document_status,
+    entries_elsewhere,
+    settled_as_written,
+    without_history_note,
+)
 from kb.verify.revision import apply_contrast
 from kb.verify.rules import judge_numbers, judge_rules
 from kb.verify.slots import canonical, content_set, content_words, word_tokens
@@ -64,13 +74,15 @@ _CELL_PLACE = re.compile(r"column (\d+) of (\d+)")
 ISSUE_LABEL = re.compile(r"^\s*(?::issue:`?\d+`?|#\d+|issue\s*#?\d+)\s*[:\-\u2013]\s*", re.IGNORECASE)
 
 
-def table_judgement(claim: Claim, sentence: str, passage: str = "") -> Judgement | None:
+def table_judgement(claim: Claim, sentence: str, passage: str = "", section: str = "") -> Judgement | None:
     """A table cell's claim against a table row (cells joined by " | "): nei when the row is
     another entry's; on the entry's own row with as many cells, supports when the cell in the
     claim's place holds its value and refutes when it holds another; on a reshaped row, supports
     when one cell holds the value and nei when several do; None when the sentence is no row or
     the reshaped row lacks the value (the other rules and the model judge it). A row cut where its
-    last cell's first sentence ends is read on in ``passage``."""
+    last cell's first sentence ends is read on in ``passage``. A row keyed by a field name
+    ("Default: | 20") is about the entry its heading names: under another heading (``section``,
+    the evidence's heading path) it is another entry's row."""
     cells = [c.strip() for c in sentence.split(" | ")]
     place = _CELL_PLACE.search(claim.reason)
     if len(cells) < 2 or place is None:
@@ -80,7 +92,10 @@ def table_judgement(claim: Claim, sentence: str, passage: str = "") -> Judgement
     if not key or not subject:
         return None
     if subject != key and not subject.endswith(" " + key):
-        return Judgement("nei", OTHER_ROW_CONFIDENCE, "rules", f"the row is about another entry ({cells[0]})")
+        return Judgement("nei", OTHER_ROW_CONFIDENCE, "rules", f"{OTHER_ROW_NOTE} ({cells[0]})")
+    mine, theirs = claim.section.rsplit(" > ", 1)[-1], section.rsplit(" > ", 1)[-1]
+    if field_name(cells[0]) and section and written_key(mine) != written_key(theirs):
+        return Judgement("nei", OTHER_ROW_CONFIDENCE, "rules", f"{OTHER_HEADING_NOTE} ({theirs}: {cells[0]})")
     column, width = int(place.group(1)), int(place.group(2))
     value = written_key(claim.source_text)
     if len(cells) != width:
@@ -93,7 +108,8 @@ def table_judgement(claim: Claim, sentence: str, passage: str = "") -> Judgement
             return Judgement("nei", OTHER_ROW_CONFIDENCE, "rules", "the entry's row changed shape: the value's place is unknown")
         return None
     now = cells[column - 1]
-    if written_key(now) == value:
+    # a history note the cell ended with ("... . Since v1.19") moved out of it or went: no change
+    if written_key(now) in (value, written_key(without_history_note(claim.source_text))):
         return Judgement("supports", SAME_ROW_CONFIDENCE, "rules", "the entry's own row holds the value in its place")
     if column == width and written_key(now) and value.startswith(written_key(now) + " "):
         # the row was cut where its last cell's first sentence ends ("Disables output processing."
@@ -108,6 +124,33 @@ def table_judgement(claim: Claim, sentence: str, passage: str = "") -> Judgement
             return Judgement("supports", SAME_ROW_CONFIDENCE, "rules", "the entry's own row holds the value in its place")
     return Judgement("refutes", CELL_CHANGED_CONFIDENCE, "rules", f"the entry's row now reads {now!r} in that place",
                      claim.source_text.strip(), now)  # fmt: skip
+
+
+def _same_field(line: str, other: str) -> bool:
+    """Two field lines of the same kind ("Default: 90." and "Default: 80.")."""
+    return keyed_setting_line(line) and canonical(line.split(":", 1)[0]) == canonical(other.split(":", 1)[0])
+
+
+def _entry_field(passage: str, option: str, line: str) -> str | None:
+    """The field line of the entry ``option`` (canonical) that states the same kind of fact as
+    ``line`` ("Default: 90." for "Default: 80."): the first such line after the place where the
+    entry opens on its term ("timeout : Seconds to wait ..."), before the next entry's term."""
+    if ":" not in line:
+        return None
+    kind = canonical(line.split(":", 1)[0])
+    openings = [m for m in _TERM_OPENING.finditer(passage) if not field_name(m.group(1))]
+    for k, m in enumerate(openings):
+        if canonical(m.group(1)) != option:
+            continue
+        entry = passage[m.end() : openings[k + 1].start() if k + 1 < len(openings) else len(passage)]
+        for a, b in sentence_spans(entry):
+            said = entry[a:b].strip()
+            if said.count(":") and canonical(said.split(":", 1)[0]) == kind and keyed_setting_line(said):
+                return said
+    return None
+
+
+_TERM_OPENING = re.compile(r"(?:^|(?<=[\s:]))[*_`\"']*([A-Za-z_][\w.\[\]-]*)[*_`\"']*\s*:\s+")
 
 
 # A lead-in opening on one of these ("It takes instances of Limits which define:") names its subject
@@ -161,6 +204,18 @@ def within_lead_in(claim: Claim, sentence: str) -> bool:
     rest = said_words[k:]
     return (sentence.rstrip().rstrip("*_`").endswith(":") and k >= MIN_LEAD_WORDS and 0 < len(rest) <= OTHER_ENTRY_WORDS
             and len(lead_words) - k <= OTHER_ENTRY_WORDS and item[: len(rest)] != rest)  # fmt: skip
+
+
+def another_lead_in(claim: Claim, sentence: str, section: str) -> bool:
+    """``sentence`` is the lead-in (it ends with a colon) of another list than the claim's, under
+    another heading path (``section``), without the list item the claim was read from (another
+    page's "set some environment variables on your pipeline:"): a lead-in states none of its
+    items, so it says nothing of this one. The claim's own lead-in, changed in its own words, is
+    still judged as any sentence."""
+    if claim.reason != LEAD_IN_ATTACHED or not claim.source_text or section == claim.section:
+        return False
+    item = canonical(claim.source_text)
+    return bool(item) and sentence.rstrip().rstrip("*_`").endswith(":") and f" {item} " not in f" {canonical(sentence)} "
 
 
 DEFAULT_VERIFIER_THRESHOLDS = {
@@ -277,7 +332,7 @@ class Verifier:
         if claim.reason == SETTING_NOTE:
             return self._setting_judgement(claim, ev, sentence)
         if claim.reason.startswith(TABLE_NOTE):
-            row = table_judgement(claim, sentence, ev.passage or "")
+            row = table_judgement(claim, sentence, ev.passage or "", ev.section)
             if row is not None:
                 return row, sentence
         texts = [claim.text]
@@ -286,6 +341,8 @@ class Verifier:
         # a changelog entry's issue label ("#9488: ...") names the entry, not its fact: the entry's
         # statement is judged without it too
         texts += [bare for t in texts if (bare := ISSUE_LABEL.sub("", t, count=1)) != t and bare.strip()]
+        # nor does a history note it ends with ("... . Since v1.19"): a release may move it elsewhere
+        texts += [bare for t in texts if (bare := without_history_note(t)) != t and bare.strip()]
         cands = [sentence]
         if ev.passage and self.settings.max_extra_sentences:
             cw = set(content_words(word_tokens(claim.text)))
@@ -295,7 +352,8 @@ class Verifier:
         best: Judgement | None = None
         best_sentence = sentence
         for s in cands:
-            if is_lead_in_of(claim.text, s, claim.source_text if claim.reason == LEAD_IN_ATTACHED else "") or within_lead_in(claim, s):
+            if (is_lead_in_of(claim.text, s, claim.source_text if claim.reason == LEAD_IN_ATTACHED else "")
+                    or within_lead_in(claim, s) or another_lead_in(claim, s, ev.section)):  # fmt: skip
                 j = Judgement("nei", LEAD_IN_CONFIDENCE, "rules", LEAD_IN_NOTE)
                 if _rank(j) > _rank(best):
                     best, best_sentence = j, s
@@ -319,10 +377,15 @@ class Verifier:
         option = canonical(setting_option(claim))
         pieces = passage_sentences(ev.passage or sentence)
         line = None
+        line = _entry_field(ev.passage or sentence, option, claim.source_text) if option else None
+        # a field line ("Default: 80.") is compared only with a field line of the same kind
+        keyed = keyed_setting_line(claim.source_text)
         for lead, nxt in zip(pieces, pieces[1:]):
-            if lead.rstrip().endswith(":") and option and canonical(lead).endswith(option):
-                line = nxt
+            if line is not None:
                 break
+            if (lead.rstrip().endswith(":") and option and canonical(lead).endswith(option)
+                    and (not keyed or _same_field(nxt, claim.source_text))):  # fmt: skip
+                line = nxt
         # or named by the heading above the evidence line ("#### `peerCertURI`")
         heading = ev.section.rsplit(" > ", 1)[-1]
         if (line is None and option and canonical(heading) == option and setting_line(sentence)
@@ -338,7 +401,7 @@ class Verifier:
                 j = Judgement("refutes", SETTING_CHANGED_CONFIDENCE, "rules",
                               f"the option's line reads {line.strip()!r}", claim.source_text.strip(), line.strip())  # fmt: skip
             return j, stated
-        return Judgement("nei", SETTING_ELSEWHERE_CONFIDENCE, "rules", "the passage does not name this option"), sentence
+        return Judgement("nei", SETTING_ELSEWHERE_CONFIDENCE, "rules", OPTION_ELSEWHERE_NOTE), sentence
 
     def judge_pairs(self, claims: list[Claim], evidence: dict[str, list[Evidence]]) -> dict[str, list[Judgement]]:
         """Judgement per evidence passage for each claim (rules, then one batched model call)."""
@@ -392,7 +455,8 @@ class Verifier:
     def label(self, claim: Claim, evidence: list[Evidence], judgements: list[Judgement], today: date) -> Verdict:
         """The verdict from one claim's per-passage judgements: the revision contrast between
         dated versions of a source (:mod:`kb.verify.revision`), then the policy."""
-        judgements = apply_contrast(claim.text, evidence, judgements, self.thresholds["rules_override"])
+        elsewhere = entries_elsewhere(evidence, judgements)
+        judgements = apply_contrast(claim.text, evidence, judgements, self.thresholds["rules_override"], elsewhere)
         return decide(claim, evidence, judgements, today, thresholds=self.thresholds)
 
     def verify(self, claims: list[Claim], evidence: dict[str, list[Evidence]], today: date) -> list[Verdict]:

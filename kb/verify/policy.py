@@ -27,8 +27,9 @@ from collections import defaultdict
 from collections.abc import Collection
 from datetime import date
 
-from kb.claims.split import SETTING_NOTE
-from kb.claims.text import passage_sentences
+from kb.claims.split import MAX_KEYED_SETTING_WORDS, SETTING_NOTE, keyed_setting_line
+from kb.claims.text import passage_sentences, sentence_spans
+from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.changelog import is_changelog
 from kb.evidence.versions import states_as_written
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
@@ -73,6 +74,51 @@ STATED_AS_WRITTEN_CONFIDENCE = 0.95
 REMOVED_ACTION = "removed in"  # a stale verdict's action that starts so: the fact is gone, not changed
 # a stale verdict's action when the newest source still states the claim but is past its window
 AGED_ACTION = "add a fresher source or re-confirm the claim"
+# The rules' word that a passage is about another entry than the claim's: another option's field
+# line, another entry's table row. Such a passage is no counterpart of the claim's own line.
+OPTION_ELSEWHERE_NOTE = "the passage does not name this option"
+OTHER_ROW_NOTE = "the row is about another entry"
+OTHER_HEADING_NOTE = "the row is the field of another heading's entry"
+OWN_ROW_NOTE = "the entry's"  # how the rules' judgements of the entry's own row begin
+
+
+# A history note: when its entity came or changed ("Added in version 1.2.", "New in v0.12",
+# "Since: v1.13", "This field was introduced in v1.4."), nothing after the version but punctuation
+# or a parenthesis. "Changed in version 2.0: the default is 5." states a fact and is judged as any.
+_NOTE_VERSION = r"v?\d[\w.\-]*(?:\s*\([^)]*\))?"
+_HISTORY_NOTE = re.compile(
+    r"^\W*(?:(?:this|the)\b[\w\s`'\"-]{0,40}?\b(?:was|were|has\s+been|have\s+been|is|are)\s+)?"
+    r"(?:(?:added|introduced|new|changed|available|supported)\s+(?:in|since)|since)"
+    r"(?:\s+(?:version|release))?\s*:?\s*" + _NOTE_VERSION + r"(?:\s*,\s*" + _NOTE_VERSION + r")?[\s.!;:]*$",
+    re.IGNORECASE,
+)
+
+
+def history_note(text: str | None) -> bool:
+    """Whether a line is a history note of its entity ("Added in version 1.2.", "Since: v1.13")."""
+    return bool(text) and _HISTORY_NOTE.match(text.strip()) is not None
+
+
+def without_history_note(text: str) -> str:
+    """The text without a history note it ends with ("escape characters ... . Since v1.19" ->
+    "escape characters ..."): a later release that moved the note elsewhere or dropped it still
+    states the rest. The text itself when it has no such ending, or is the note alone."""
+    spans = sentence_spans(text)
+    if len(spans) < 2 or not history_note(text[spans[-1][0] : spans[-1][1]]):
+        return text
+    return text[: spans[-1][0]].rstrip().rstrip(".").rstrip()
+
+
+def entries_elsewhere(evidence, judgements) -> set[int]:
+    """The indices of passages the rules found to be about another entry than the claim's:
+    another option's line, another heading's field row, and another entry's row where the newest
+    version still has the entry's own row. Where it has none, the entry went or was renamed, and
+    the row a diff put in its place may be the renamed one ("preset-rk-h264" -> "preset-rkmpp")."""
+    newest = newest_dates(evidence)
+    own_row = any(j.tier == "rules" and j.rationale.startswith(OWN_ROW_NOTE) and _is_current(e, newest)
+                  for e, j in zip(evidence, judgements))  # fmt: skip
+    kinds = (OPTION_ELSEWHERE_NOTE, OTHER_HEADING_NOTE, OTHER_ROW_NOTE) if own_row else (OPTION_ELSEWHERE_NOTE, OTHER_HEADING_NOTE)
+    return {i for i, j in enumerate(judgements) if j.tier == "rules" and j.relation == "nei" and j.rationale.startswith(kinds)}
 
 
 def underspecified(text: str) -> bool:
@@ -205,6 +251,7 @@ def decide(
         return _uncertain(claim, base, "no evidence retrieved", 0.5, kind="no_evidence")
 
     newest = newest_dates(evidence)
+    elsewhere = {evidence[i].evidence_id for i in entries_elsewhere(evidence, judgements)}
 
     current: dict[str, list[tuple[Evidence, Judgement]]] = defaultdict(list)
     history: dict[str, list[tuple[Evidence, Judgement]]] = defaultdict(list)
@@ -217,6 +264,15 @@ def decide(
     def best(items, relation, threshold):
         hits = [(e, j) for e, j in items if j.relation == relation and j.confidence >= threshold]
         return max(hits, key=lambda p: (p[1].confidence, p[1].tier == "rules"), default=None)
+
+    if history_note(claim.source_text or claim.text):
+        dropped = _history_note_dropped(claim, base, current, th)
+        if dropped is not None:
+            return dropped
+        # only a note of the same entity that states another version refutes a note
+        current = defaultdict(list, {sid: [(e, j if j.relation != "refutes" or _notes_same_entity(claim, e)
+                                            else replaced(j, relation="nei")) for e, j in items]
+                                     for sid, items in current.items()})  # fmt: skip
 
     if not claim.time_sensitive:
         e = _newest_written(claim, (e for items in current.values() for e, _ in items))
@@ -236,6 +292,13 @@ def decide(
                  if best(current.get(sid, []) + history.get(sid, []), "supports", th["verbatim"])}  # fmt: skip
         current = defaultdict(list, {k: v for k, v in current.items() if k in about})
         history = defaultdict(list, {k: v for k, v in history.items() if k in about})
+
+    if bare_line(claim):
+        # a bare line is about the entry its heading names: a line under another heading (another
+        # entry's "since 2023-06-06, removed 2024-05-26") refutes nothing of it
+        current = defaultdict(list, {sid: [(e, j if j.relation != "refutes" or _under_its_heading(claim, e)
+                                            else replaced(j, relation="nei")) for e, j in items]
+                                     for sid, items in current.items()})  # fmt: skip
 
     stance: dict[str, tuple[str, Evidence, Judgement]] = {}
     for sid, items in current.items():
@@ -335,7 +398,7 @@ def decide(
         if stale_hits and not paired:
             # the diff of the two versions still puts a rewritten sentence where the supporting
             # one stood: stale as rewritten, whatever the unrelated sentence says
-            rewrite = None if vague else _placed_rewrite(claim, base, history, current, th)
+            rewrite = None if vague else _placed_rewrite(claim, base, history, current, th, elsewhere)
             if rewrite:
                 return rewrite
             e_new, j_new, e_old, _ = stale_hits[0]
@@ -402,7 +465,7 @@ def decide(
             return _revised(claim, base, sid, old, rev, th)
     # an older version supported it and a diff of the two versions puts a different sentence of
     # the newest version in its place: the statement was rewritten (not merely dropped)
-    rewrite = None if vague else _placed_rewrite(claim, base, history, current, th)
+    rewrite = None if vague else _placed_rewrite(claim, base, history, current, th, elsewhere)
     if rewrite:
         return rewrite
     removed = [(e, j) for e, j in old_sup if e.removed_in and j.confidence >= th["support"]]
@@ -434,6 +497,47 @@ def decide(
 
 
 _ISSUE_REF = re.compile(r"(?:#|\bissue:?`?)(\d+)\b", re.IGNORECASE)  # "#628", "issue48", ":issue:`3567`"
+
+
+def bare_line(claim: Claim) -> bool:
+    """A short line read as written, with no subject of its own ("since 2019-06-09, removed
+    2020-01-07", "Default: 80.", "Required: no"): a field line, or at most
+    MAX_KEYED_SETTING_WORDS words not ended as a sentence is. Table cells, setting lines and list
+    items carry their entry already (their row key, option, lead-in) and are judged by it."""
+    text = claim.source_text or claim.text
+    if claim.reason.startswith(TABLE_NOTE) or claim.reason in (SETTING_NOTE, LEAD_IN_ATTACHED):
+        return False
+    if keyed_setting_line(text):
+        return True
+    ended = text.rstrip().rstrip("\"'”’)]").endswith((".", "!", "?"))
+    return bool(word_tokens(text)) and len(text.split()) <= MAX_KEYED_SETTING_WORDS and not ended
+
+
+def _under_its_heading(claim: Claim, e: Evidence) -> bool:
+    """The evidence stands under the heading the claim stands under (its path's last heading),
+    or the claim stands under none."""
+    mine = claim.section.rsplit(" > ", 1)[-1]
+    return not mine or canonical(e.section.rsplit(" > ", 1)[-1]) == canonical(mine)
+
+
+def _notes_same_entity(claim: Claim, e: Evidence) -> bool:
+    """The evidence is a history note of the claim's entity: under the same heading path, or a
+    setting line the rules read with the claim's option."""
+    return history_note(e.sentence) and (e.section == claim.section or claim.reason == SETTING_NOTE)
+
+
+def _history_note_dropped(claim: Claim, base: dict, current, th: dict[str, float]) -> Verdict | None:
+    """A history note ("Added in version 1.2.") that no current source supports and no note of
+    the same entity refutes: the newest release dropped the note, which changes no fact of the
+    entity (its removal, if it went, shows in its other lines). Not a finding: uncertain."""
+    for items in current.values():
+        for e, j in items:
+            if j.relation == "supports" and j.confidence >= th["support"]:
+                return None
+            if j.relation == "refutes" and j.confidence >= th["refute"] and _notes_same_entity(claim, e):
+                return None
+    return _uncertain(claim, base, "a history note the newest release no longer states about its entity; "
+                      "dropping a note of when an entity came or changed changes no fact", 0.5, kind="history_note")  # fmt: skip
 
 
 def _model_only(j: Judgement) -> bool:
@@ -534,11 +638,13 @@ def _revised(claim: Claim, base: dict, sid: str, old, rev, th) -> Verdict:
     )  # fmt: skip
 
 
-def _placed_rewrite(claim: Claim, base: dict, history, current, th) -> Verdict | None:
+def _placed_rewrite(claim: Claim, base: dict, history, current, th, elsewhere: Collection[str] = ()) -> Verdict | None:
     """Stale as rewritten: an older version supports the claim and the newest version of that
-    source holds the sentence a diff of the two versions put in its place."""
+    source holds the sentence a diff of the two versions put in its place. ``elsewhere``: the
+    evidence ids of another entry's lines, which are no rewrite of the claim's."""
     for sid, items in history.items():
-        placed = {e.counterpart_of: e for e, _ in current.get(sid, []) if e.counterpart_of}
+        # another option's line the diff put where the claim's stood is no rewrite of it
+        placed = {e.counterpart_of: e for e, _ in current.get(sid, []) if e.counterpart_of and e.evidence_id not in elsewhere}
         for e_old, j_old in sorted(items, key=lambda p: -p[1].confidence):
             e_new = placed.get(e_old.passage_id)
             if e_new and j_old.relation == "supports" and j_old.confidence >= th["stale_history"]:
@@ -625,6 +731,7 @@ _GAPS = {
     "revised": ("technical", "retrieve deeper in the newest source version, else human review"),
     "undated": ("systemic", "add a dated source"),
     "underspecified": ("technical", "add the section context to the claim, else human review"),
+    "history_note": ("technical", "none (a dropped history note; keep or drop it)"),
 }
 
 

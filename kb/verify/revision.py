@@ -23,6 +23,7 @@ Deterministic; the labelling itself stays in :mod:`kb.verify.policy`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -172,11 +173,14 @@ def _contrast(claim: str, older: str, newer: str) -> Contrast | None:
     return max(votes, key=lambda v: v.confidence)
 
 
-def apply_contrast(claim_text: str, evidence, judgements, keep_above: float = 0.85):
+def apply_contrast(claim_text: str, evidence, judgements, keep_above: float = 0.85, elsewhere: Collection[int] = ()):
     """Judgements with the revision contrast applied: for every source with dated versions,
     each older version's sentence is contrasted with the newest version's; where the claim
     follows one side, that side supports and the other refutes (rules tier, the changed slot in
-    the rationale). Sure rules judgements (``keep_above``) are kept. Returns a new list."""
+    the rationale). Sure rules judgements (``keep_above``) are kept. ``elsewhere``: the indices of
+    passages the rules found to be about another entry than the claim's (another option's
+    "Default: 80", another row): they are neither side of a contrast, since an option's line
+    replaced by its neighbour's says nothing of the option. Returns a new list."""
 
     out = list(judgements)
     newest = newest_dates(evidence)  # an undated passage is never "the older version" below
@@ -189,10 +193,11 @@ def apply_contrast(claim_text: str, evidence, judgements, keep_above: float = 0.
                       or (claim_key and claim_key in canonical(e.passage or e.sentence or "")))}  # fmt: skip
     for i, old in enumerate(evidence):
         day = newest.get(old.source_id)
-        if old.source_date is None or day is None or old.source_date >= day or old.source_id in unchanged:
+        if old.source_date is None or day is None or old.source_date >= day or old.source_id in unchanged or i in elsewhere:
             continue
         old_text = old.sentence or old.passage
-        current = [k for k, e in enumerate(evidence) if e.source_id == old.source_id and e.source_date == day]
+        current = [k for k, e in enumerate(evidence)
+                   if e.source_id == old.source_id and e.source_date == day and k not in elsewhere]  # fmt: skip
         # the older sentence still stands in the newest version: it did not change (what
         # changed was a neighbour, "The Free plan allows 60" -> "100" beside an unchanged
         # "The Pro plan allows 600")
