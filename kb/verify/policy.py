@@ -22,6 +22,7 @@ verdicts of one document into a status and a score with components.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from collections.abc import Collection
@@ -34,6 +35,7 @@ from kb.evidence.changelog import is_changelog
 from kb.evidence.versions import states_as_written
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import added_beside
+from kb.verify.rewording import restates, reworded
 from kb.verify.slots import canonical, extract, informative_words, similarity, word_tokens
 from kb.verify.tokens import content_set
 
@@ -71,6 +73,7 @@ UNDECIDABLE_TYPES = ("speculative", "normative")
 # A source's newest version that states the claim as written, word for word, settles it: the
 # fact did not change there, whatever a model reads into another sentence.
 STATED_AS_WRITTEN_CONFIDENCE = 0.95
+RESTATED_CONFIDENCE = 0.7  # below a model's sure support: the words were compared, not the meaning
 REMOVED_ACTION = "removed in"  # a stale verdict's action that starts so: the fact is gone, not changed
 # a stale verdict's action when the newest source still states the claim but is past its window
 AGED_ACTION = "add a fresher source or re-confirm the claim"
@@ -351,7 +354,7 @@ def decide(
             for sid in sup:
                 old = best(history.get(sid, []), "supports", th["verbatim"])
                 rev = old and _revised_counterpart(claim, current[sid], th["revision"])
-                if rev:
+                if rev and not restates(claim, rev[1]):
                     return _revised(claim, base, sid, old, rev, th)
 
     if sup:
@@ -386,6 +389,11 @@ def decide(
             old = best(history.get(sid, []), "supports", th["stale_history"])
             if old:
                 stale_hits.append((e_new, j_new, old[0], old[1]))
+        # the model reading the newest version's rewording of the claim as a refutation: no change
+        restated = [h for h in stale_hits if reworded(claim, h[0].sentence or "", h[1], th["counterpart"], th["same_words"])]
+        if restated and len(restated) == len(stale_hits) == len(ref):
+            return _restated(claim, base, restated[0][0].source_id, (restated[0][2], restated[0][3]), restated[0][0].sentence or "")
+        stale_hits = [h for h in stale_hits if h not in restated]
         # the two versions must be counterparts (a slot the rules aligned, or similar sentences):
         # a model refutation from an unrelated sentence of the new version says nothing of change
         paired = [h for h in stale_hits
@@ -425,6 +433,17 @@ def decide(
         # alone read into a sentence unlike the claim (another option, another changelog entry)
         # is no contradiction
         about = {sid: v for sid, v in ref.items() if not _unlike_model_refutation(claim, v[1], v[2], th)}
+        changed = {sid: v for sid, v in about.items()
+                   if not reworded(claim, v[1].sentence or "", v[2], th["counterpart"], th["same_words"])}  # fmt: skip
+        if about and not changed:
+            # every refutation is the model reading a rewording of the claim: no value changed
+            _, e, j = max(about.values(), key=lambda v: v[2].confidence)
+            return dataclasses.replace(_uncertain(
+                claim, base,
+                f"{e.source_id} states it in other words (no value, name or negation differs); only the model "
+                f"read a refutation ({j.rationale}): {(e.sentence or '')[:200]}", j.confidence, kind="revised", tier=j.tier,
+            ), evidence_sentence=e.sentence)  # fmt: skip
+        about = changed
         if not about:
             _, e, j = max(ref.values(), key=lambda v: v[2].confidence)
             return _uncertain(
@@ -461,6 +480,8 @@ def decide(
         if not old or sid not in current or vague:
             continue
         rev = _revised_counterpart(claim, current[sid], th["revision"])
+        if rev and restates(claim, rev[1]):
+            return _restated(claim, base, sid, old, rev[1])
         if rev:
             return _revised(claim, base, sid, old, rev, th)
     # an older version supported it and a diff of the two versions puts a different sentence of
@@ -648,6 +669,8 @@ def _placed_rewrite(claim: Claim, base: dict, history, current, th, elsewhere: C
         for e_old, j_old in sorted(items, key=lambda p: -p[1].confidence):
             e_new = placed.get(e_old.passage_id)
             if e_new and j_old.relation == "supports" and j_old.confidence >= th["stale_history"]:
+                if restates(claim, e_new.sentence or ""):
+                    return _restated(claim, base, sid, (e_old, j_old), e_new.sentence or "")
                 return _rewritten(claim, base, sid, (e_old, j_old), e_new)
     return None
 
@@ -663,6 +686,18 @@ def _rewritten(claim: Claim, base: dict, sid: str, old, e_new: Evidence) -> Verd
         f"{e_new.sentence[:200]}",
         gap_type="technical", gap_severity=_severity(claim, "stale"),
         action="rewrite from the newer source", evidence_sentence=e_new.sentence,
+    )  # fmt: skip
+
+
+def _restated(claim: Claim, base: dict, sid: str, old, sentence: str) -> Verdict:
+    """Supported: the newest version says what the older one did in other words (no value, code
+    name, negation, proper name or status word differs: kb/verify/rewording.py)."""
+    e_old, j_old = old
+    return Verdict(
+        **base, label="supported", confidence=RESTATED_CONFIDENCE, tier="rules",
+        rationale=f"{sid}: older version ({_d(e_old)}) supports ({j_old.rationale}); the newest version states it in "
+        f"other words (no value, name or negation differs): {sentence[:200]}",
+        evidence_sentence=sentence,
     )  # fmt: skip
 
 

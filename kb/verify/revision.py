@@ -30,6 +30,7 @@ from difflib import SequenceMatcher
 from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.records import Judgement
 from kb.verify.policy import newest_dates
+from kb.verify.rewording import restated
 from kb.verify.slots import (
     NEGATIONS,
     Quantity,
@@ -147,6 +148,10 @@ def _contrast(claim: str, older: str, newer: str) -> Contrast | None:
             elif rn == "supports" and ro == "refutes":
                 votes.append(Contrast("newer", NUMBER_CONFIDENCE, f"the newer version changed {qo.text!r} to {qn.text!r}; "
                                       f"the claim's {c.text!r} holds for the newer", c.text, qo.text, qn.text))  # fmt: skip
+    if restated(older, newer):
+        # the newer version says the same in other words: the words it changed hold no value
+        # (kb/verify/rewording.py), so a claim with the older words is not left behind by them
+        return max(votes, key=lambda v: v.confidence) if votes and len({v.side for v in votes}) == 1 else None
     # words: over the whole sentence, so a change difflib splits into a deletion and an
     # insertion ("Football Conference side" -> "Conference National side") is still one change
     old_words, new_words = _plain_words(os_), _plain_words(ns)

@@ -1,0 +1,166 @@
+"""A rewording is not a refutation.
+
+Docs are reworded all the time: "Show progress bars on long steps" becomes "Display a progress
+bar during long steps", "tox tries to detect changes and force a recreation" becomes "tox will
+detect changes and recreate environments". A cross-encoder trained on minimal contrastive edits
+reads many such pairs as refutations, with high probability, although no fact changed. A fact
+changes through a value, and documentation writes its values in a few recognisable forms, so a
+refutation that the model alone read is a rewording when the words that differ between the
+claim and the sentence hold none of them:
+
+- a number or version ("3.9" -> "3.10", "three" -> "five");
+- a code name: anything the claim's page writes as code (backticks, an rST role), or a token
+  shaped like code (a flag, a path, a dotted, snake_case or camelCase name);
+- a negation ("not", "never", "without");
+- a proper name inside the sentence ("Postgres" -> "MySQL");
+- a word that states a status or a bound ("required" -> "optional", "deprecated",
+  "experimental", "always" -> "never", "minimum", "only");
+- one content word swapped for another in the same place ("the plugins folder" -> "the
+  extensions folder"): that names another thing, where a rewording recasts a phrase.
+
+and the sentence is about the claim's subject (like it in order, or holding most of its words).
+Such a claim is not a finding: it is *uncertain* with the newest sentence as its evidence, so it
+neither shows up as drift nor drafts an edit that deletes a true sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
+from kb.records import Claim, Judgement
+from kb.verify.slots import is_code_identifier, similarity, word_tokens
+from kb.verify.tokens import content_set, is_identifier
+from kb.verify.vocabulary import NEGATIONS
+
+# words whose change is a change of fact although they are plain prose: a status, a bound, a
+# quantifier. On the claim's side alone (dropped) only those that are a status count: "tox
+# always builds" / "tox builds" and "it's recommended to set X" / "set X" say the same.
+STATUS_WORDS = frozenset(
+    """required optional mandatory default defaults deprecated deprecation removed experimental
+    stable beta alpha preview unstable enabled disabled enable disable supported unsupported
+    must never only none minimum maximum min max least most public private free paid""".split()
+)
+SHADING_WORDS = frozenset(
+    """always all every any both either more less fewer faster slower before after earlier later
+    newer older first last true false yes on off automatic automatically manual manually
+    synchronous asynchronous sync async blocking may should recommended discouraged""".split()
+)
+NEGATING = NEGATIONS | {"non"}
+# code as the page writes it: `name`, ``name``, :role:`name`, <code>name</code>
+_CODE_SPAN = re.compile(r"``(.+?)``|`([^`]+)`|<code>(.*?)</code>|<kbd>(.*?)</kbd>", re.S)
+_PART = re.compile(r"[A-Za-z0-9]+")
+
+
+def code_words(source_text: str) -> frozenset[str]:
+    """The words the page writes as code in ``source_text``, lower-cased."""
+    words: set[str] = set()
+    for m in _CODE_SPAN.finditer(source_text or ""):
+        span = next(g for g in m.groups() if g is not None)
+        words.update(p.lower() for p in _PART.findall(span))
+    return frozenset(words)
+
+
+@dataclass(frozen=True)
+class _Word:
+    key: str  # lower-cased and stemmed: "PEP-518" and "PEP 518", "tox's" and "tox" compare equal
+    part: str  # as written
+    token: str  # the whole token it came from ("wheel_build_env" for "build")
+    opens: bool  # the first word of the sentence
+
+
+def _parts(text: str) -> list[_Word]:
+    out: list[_Word] = []
+    for token in word_tokens(text):
+        for part in _PART.findall(token):
+            if part.lower() == "s" and out and out[-1].token == token:
+                continue  # the possessive "'s"
+            out.append(_Word(stem_overlap(part.lower()), part, token, not out))
+    return out
+
+
+def _content(words: list[_Word]) -> set[str]:
+    """Content words (negations are compared by their count, not as words)."""
+    return {w.key for w in words if w.part.lower() not in OVERLAP_STOPWORDS and w.part.lower() not in NEGATING}
+
+
+def differing_words(a: str, b: str) -> tuple[list[_Word], list[_Word], bool]:
+    """The words of ``a`` and of ``b`` outside their longest common word sequence, and whether
+    one content word was swapped for another in the same place ("loaded from the plugins folder"
+    / "the extensions folder"): that names another thing, where a rewording recasts a phrase
+    ("provision a test environment" / "set up environments")."""
+    wa, wb = _parts(a), _parts(b)
+    sm = SequenceMatcher(None, [w.key for w in wa], [w.key for w in wb], autojunk=False)
+    only_a: list[_Word] = []
+    only_b: list[_Word] = []
+    swapped = False
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        only_a.extend(wa[i1:i2])
+        only_b.extend(wb[j1:j2])
+        if tag == "replace":
+            ca, cb = _content(wa[i1:i2]), _content(wb[j1:j2])
+            swapped = swapped or (len(ca) == 1 and len(cb) == 1 and ca != cb)
+    return only_a, only_b, swapped
+
+
+def _holds_value(w: _Word, other: frozenset[str], code: frozenset[str], new_side: bool) -> bool:
+    low = w.part.lower()
+    if any(c.isdigit() for c in w.part) or low in code:
+        return True
+    if low in STATUS_WORDS or (new_side and low in SHADING_WORDS):
+        return True
+    if (is_code_identifier(w.token) or (is_identifier(w.token) and not w.token.isupper())) and w.key not in other:
+        return True
+    # a capitalised word that does not open the sentence names something ("Postgres", "Windows")
+    # unless the other side names it too ("C-Extension" / "C extensions")
+    return not w.opens and w.part[:1].isupper() and w.key not in other
+
+
+def _value_words(mine: list[_Word], theirs: list[_Word], other_text: str, code: frozenset[str], new_side: bool) -> list[_Word]:
+    other = frozenset(w.key for w in _parts(other_text))
+    return [w for w in mine if _holds_value(w, other, code, new_side)]
+
+
+def _negations(words: list[_Word]) -> int:
+    return sum(1 for w in words if w.part.lower() in NEGATING or w.token.lower().endswith("n't"))
+
+
+def reworded(claim: Claim, sentence: str, j: Judgement, counterpart: float, same_words: float) -> bool:
+    """Whether ``j``, a refutation of ``claim`` from ``sentence``, is the model reading a
+    rewording: the model decided it (no rule found a value of its own kind that conflicts), the
+    sentence is about the claim's subject, and no word that differs holds a value."""
+    if j.relation != "refutes" or j.tier != "model" or not sentence:
+        return False
+    text = claim.text or claim.source_text
+    if not text:
+        return False
+    about = similarity(text, sentence) >= counterpart or _shares_words(sentence, text, same_words)
+    return about and restates(claim, sentence)
+
+
+def _shares_words(sentence: str, text: str, share: float) -> bool:
+    words = content_set(text)
+    return bool(words) and len(words & content_set(sentence)) >= share * len(words)
+
+
+def restates(claim: Claim, sentence: str) -> bool:
+    """Whether ``sentence``, which a diff or a similarity already paired with the claim, states it
+    in other words: some words differ and none of them holds a value."""
+    return restated(claim.text or claim.source_text, sentence, code_words(claim.source_text))
+
+
+def restated(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
+    """Whether ``other`` says what ``text`` says in other words (``code``: the words the page
+    writes as code)."""
+    if not text or not other:
+        return False
+    only_text, only_other, swapped = differing_words(text, other)
+    if swapped or not (only_text or only_other):
+        return False
+    if _negations(only_text) % 2 != _negations(only_other) % 2:
+        return False
+    return not _value_words(only_text, only_other, other, code, False) and not _value_words(only_other, only_text, text, code, True)

@@ -1,0 +1,104 @@
+"""A rewording is not a refutation: the newest release saying the same thing in other words is
+no drift, while a changed number, code name, negation, proper name, status word or a swapped
+noun still is."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from kb.chain import run_audit
+from kb.config import Settings
+from kb.records import Claim, Judgement
+from kb.verify.rewording import restates, reworded
+from tests.test_git_sources import make_repo, release
+
+RESTATED = [
+    ("tox needs a configuration file where you define what tools you need to run and how to provision a test environment for these.",
+     "tox needs a configuration file where you define what tools to run and how to set up environments for them."),
+    ("tox always builds projects in a PEP-518 compatible virtual environment.",
+     "tox builds projects in a PEP 518 compatible virtual environment."),
+    ("For pure Python projects (non C-Extension ones) it's recommended to set `wheel_build_env` to the same as the `package_env`.",
+     "For pure Python projects (no C extensions), set wheel_build_env to the same value as package_env."),
+    ("Nox might be useful if you find tox's configuration too limiting.",
+     "It might be useful if you find tox configuration too limiting."),
+]  # fmt: skip
+CHANGED = [
+    ("tox requires CPython 3.9 and higher.", "tox requires CPython 3.10 and higher."),
+    ("The option is optional for every build.", "The option is required for every build."),
+    ("Configure the runner in the check.yml file.", "Configure the runner in the check.yaml file."),
+    ("Run `pdm init` to create a project.", "Run `pdm new` to create a project."),
+    ("The exporter supports MySQL and Postgres databases.", "The exporter supports Postgres databases."),
+    ("Caching is enabled by default on every runner.", "Caching is not enabled by default on every runner."),
+    ("Widgets can be loaded from the plugins folder.", "Widgets can be loaded from the extensions folder."),
+    ("Settings are inherited by individual environments.", "Settings are inherited by all environments."),
+]
+
+
+def _claim(text: str) -> Claim:
+    return Claim("c1", "guide.md", "v1", 0, len(text), text, text.replace("`", ""))
+
+
+@pytest.mark.parametrize(("old", "new"), RESTATED)
+def test_a_restatement_holds_no_changed_value(old, new):
+    assert restates(_claim(old), new)
+    # the model reading it as a refutation is the model reading a rewording
+    assert reworded(_claim(old), new, Judgement("refutes", 0.93, "model", "model: refutes (p=0.93)"), 0.5, 0.75)
+
+
+@pytest.mark.parametrize(("old", "new"), CHANGED)
+def test_a_changed_value_is_no_restatement(old, new):
+    assert not restates(_claim(old), new)
+
+
+def test_a_rules_refutation_or_a_sentence_about_something_else_is_not_read_as_rewording():
+    old, new = RESTATED[0]
+    rules = Judgement("refutes", 0.93, "rules", "version: claim 3.9 vs evidence 3.10", "3.9", "3.10")
+    assert not reworded(_claim(old), new, rules, 0.5, 0.75)
+    other = "The changelog lists every release of the project with its date."
+    assert not reworded(_claim(old), other, Judgement("refutes", 0.9, "model", "model: refutes (p=0.90)"), 0.5, 0.75)
+
+
+PAGE = """# Configuration
+
+tox needs a configuration file where you define what tools you need to run and how to provision a test environment for these.
+
+The default timeout is 30 seconds for every request that the runner sends.
+
+Widgets and add-ons can be loaded from the plugins folder of the project.
+"""
+REWORDED = (
+    PAGE.replace("what tools you need to run and how to provision a test environment for these",
+                 "what tools to run and how to set up environments for them")
+    .replace("30 seconds", "60 seconds")
+    .replace("plugins folder", "extensions folder")
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("reworded")
+    repo = make_repo(root, "product")
+    release(repo, "v1.0.0", "2024-01-10", {"docs/config.md": PAGE})
+    release(repo, "v1.1.0", "2024-06-10", {"docs/config.md": REWORDED})
+    clone = root / "clone.git"
+    subprocess.run(["git", "clone", "--quiet", "--bare", str(repo), str(clone)], check=True)
+    return clone
+
+
+@pytest.mark.parametrize("depth", ["D0", "D1"])
+def test_a_reworded_sentence_is_supported_and_changed_facts_stay_stale(history, tmp_path, depth):
+    settings = Settings(docs=f"git:{history}@v1.0.0:docs", sources=[f"git:{history}@v1.0.0,v1.1.0:docs"],
+                        today=date(2024, 6, 10), depth=depth, full=True).validate()  # fmt: skip
+    result = run_audit(settings, cache_dir=tmp_path / "cache")
+    verdicts = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    restated = verdicts[PAGE.splitlines()[2]]
+    assert restated.label == "supported", restated
+    assert restated.evidence_sentence and "set up environments" in restated.evidence_sentence, restated
+    timeout = verdicts["The default timeout is 30 seconds for every request that the runner sends."]
+    assert timeout.label == "stale", timeout
+    folder = verdicts["Widgets and add-ons can be loaded from the plugins folder of the project."]
+    assert folder.label == "stale", folder
