@@ -35,6 +35,7 @@ CHANGED = [
     ("Caching is enabled by default on every runner.", "Caching is not enabled by default on every runner."),
     ("Widgets can be loaded from the plugins folder.", "Widgets can be loaded from the extensions folder."),
     ("Settings are inherited by individual environments.", "Settings are inherited by all environments."),
+    ("Pass the escaped pem in the X-Forwarded-Tls-Client-Cert header.", "Pass the pem in the X-Forwarded-Tls-Client-Cert header."),
 ]
 
 

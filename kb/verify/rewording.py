@@ -16,7 +16,8 @@ claim and the sentence hold none of them:
 - a word that states a status or a bound ("required" -> "optional", "deprecated",
   "experimental", "always" -> "never", "minimum", "only");
 - one content word swapped for another in the same place ("the plugins folder" -> "the
-  extensions folder"): that names another thing, where a rewording recasts a phrase.
+  extensions folder"), or one or two dropped or added on their own ("the escaped pem" -> "the
+  pem"): that names another thing, where a rewording recasts a phrase.
 
 and the sentence is about the claim's subject (like it in order, or holding most of its words).
 Such a claim is not a finding: it is *uncertain* with the newest sentence as its evidence, so it
@@ -49,6 +50,8 @@ SHADING_WORDS = frozenset(
     synchronous asynchronous sync async blocking may should recommended discouraged""".split()
 )
 NEGATING = NEGATIONS | {"non"}
+FILLER_WORDS = frozenset("ones one just simply really actually basically currently now still also easily".split())
+MAX_MODIFIER_WORDS = 2
 # code as the page writes it: `name`, ``name``, :role:`name`, <code>name</code>
 _CODE_SPAN = re.compile(r"``(.+?)``|`([^`]+)`|<code>(.*?)</code>|<kbd>(.*?)</kbd>", re.S)
 _PART = re.compile(r"[A-Za-z0-9]+")
@@ -82,8 +85,9 @@ def _parts(text: str) -> list[_Word]:
 
 
 def _content(words: list[_Word]) -> set[str]:
-    """Content words (negations are compared by their count, not as words)."""
-    return {w.key for w in words if w.part.lower() not in OVERLAP_STOPWORDS and w.part.lower() not in NEGATING}
+    """Content words (negations are compared by their count, shading and filler words are no
+    modifier of what a sentence is about)."""
+    return {w.key for w in words if w.part.lower() not in OVERLAP_STOPWORDS | NEGATING | SHADING_WORDS | FILLER_WORDS}
 
 
 def differing_words(a: str, b: str) -> tuple[list[_Word], list[_Word], bool]:
@@ -95,16 +99,22 @@ def differing_words(a: str, b: str) -> tuple[list[_Word], list[_Word], bool]:
     sm = SequenceMatcher(None, [w.key for w in wa], [w.key for w in wb], autojunk=False)
     only_a: list[_Word] = []
     only_b: list[_Word] = []
-    swapped = False
+    swapped = recast = False
+    alone: set[str] = set()
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
             continue
         only_a.extend(wa[i1:i2])
         only_b.extend(wb[j1:j2])
+        ca, cb = _content(wa[i1:i2]), _content(wb[j1:j2])
         if tag == "replace":
-            ca, cb = _content(wa[i1:i2]), _content(wb[j1:j2])
+            recast = True
             swapped = swapped or (len(ca) == 1 and len(cb) == 1 and ca != cb)
-    return only_a, only_b, swapped
+        else:
+            alone |= ca | cb
+    # a modifier dropped or added on its own, the rest of the sentence kept ("the escaped pem" /
+    # "the pem"), narrows or widens what it is about; in a recast sentence it is part of the recast
+    return only_a, only_b, swapped or (not recast and 0 < len(alone) <= MAX_MODIFIER_WORDS)
 
 
 def _holds_value(w: _Word, other: frozenset[str], code: frozenset[str], new_side: bool) -> bool:
