@@ -13,7 +13,8 @@ import pytest
 from kb.chain import run_audit
 from kb.config import Settings
 from kb.records import Claim, Judgement
-from kb.verify.rewording import restates, reworded
+from kb.verify.policy import DEFAULT_THRESHOLDS, reworded_refutation
+from kb.verify.rewording import restates
 from tests.test_git_sources import make_repo, release
 
 RESTATED = [
@@ -47,7 +48,7 @@ def _claim(text: str) -> Claim:
 def test_a_restatement_holds_no_changed_value(old, new):
     assert restates(_claim(old), new)
     # the model reading it as a refutation is the model reading a rewording
-    assert reworded(_claim(old), new, Judgement("refutes", 0.93, "model", "model: refutes (p=0.93)"), 0.5, 0.75)
+    assert reworded_refutation(_claim(old), new, Judgement("refutes", 0.93, "model", "model: refutes (p=0.93)"), DEFAULT_THRESHOLDS)
 
 
 @pytest.mark.parametrize(("old", "new"), CHANGED)
@@ -58,9 +59,9 @@ def test_a_changed_value_is_no_restatement(old, new):
 def test_a_rules_refutation_or_a_sentence_about_something_else_is_not_read_as_rewording():
     old, new = RESTATED[0]
     rules = Judgement("refutes", 0.93, "rules", "version: claim 3.9 vs evidence 3.10", "3.9", "3.10")
-    assert not reworded(_claim(old), new, rules, 0.5, 0.75)
+    assert not reworded_refutation(_claim(old), new, rules, DEFAULT_THRESHOLDS)
     other = "The changelog lists every release of the project with its date."
-    assert not reworded(_claim(old), other, Judgement("refutes", 0.9, "model", "model: refutes (p=0.90)"), 0.5, 0.75)
+    assert not reworded_refutation(_claim(old), other, Judgement("refutes", 0.9, "model", "model: refutes (p=0.90)"), DEFAULT_THRESHOLDS)
 
 
 PAGE = """# Configuration

@@ -35,7 +35,7 @@ from kb.evidence.changelog import is_changelog
 from kb.evidence.versions import states_as_written
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import added_beside
-from kb.verify.rewording import restates, reworded
+from kb.verify.rewording import restates
 from kb.verify.slots import canonical, extract, informative_words, similarity, word_tokens
 from kb.verify.tokens import content_set
 
@@ -273,9 +273,7 @@ def decide(
         if dropped is not None:
             return dropped
         # only a note of the same entity that states another version refutes a note
-        current = defaultdict(list, {sid: [(e, j if j.relation != "refutes" or _notes_same_entity(claim, e)
-                                            else replaced(j, relation="nei")) for e, j in items]
-                                     for sid, items in current.items()})  # fmt: skip
+        current = _refuting_only_where(current, lambda e: _notes_same_entity(claim, e))
 
     if not claim.time_sensitive:
         e = _newest_written(claim, (e for items in current.values() for e, _ in items))
@@ -299,9 +297,7 @@ def decide(
     if bare_line(claim):
         # a bare line is about the entry its heading names: a line under another heading (another
         # entry's "since 2023-06-06, removed 2024-05-26") refutes nothing of it
-        current = defaultdict(list, {sid: [(e, j if j.relation != "refutes" or _under_its_heading(claim, e)
-                                            else replaced(j, relation="nei")) for e, j in items]
-                                     for sid, items in current.items()})  # fmt: skip
+        current = _refuting_only_where(current, lambda e: _under_its_heading(claim, e))
 
     stance: dict[str, tuple[str, Evidence, Judgement]] = {}
     for sid, items in current.items():
@@ -390,7 +386,7 @@ def decide(
             if old:
                 stale_hits.append((e_new, j_new, old[0], old[1]))
         # the model reading the newest version's rewording of the claim as a refutation: no change
-        restated = [h for h in stale_hits if reworded(claim, h[0].sentence or "", h[1], th["counterpart"], th["same_words"])]
+        restated = [h for h in stale_hits if reworded_refutation(claim, h[0].sentence or "", h[1], th)]
         if restated and len(restated) == len(stale_hits) == len(ref):
             return _restated(claim, base, restated[0][0].source_id, (restated[0][2], restated[0][3]), restated[0][0].sentence or "")
         stale_hits = [h for h in stale_hits if h not in restated]
@@ -434,7 +430,7 @@ def decide(
         # is no contradiction
         about = {sid: v for sid, v in ref.items() if not _unlike_model_refutation(claim, v[1], v[2], th)}
         changed = {sid: v for sid, v in about.items()
-                   if not reworded(claim, v[1].sentence or "", v[2], th["counterpart"], th["same_words"])}  # fmt: skip
+                   if not reworded_refutation(claim, v[1].sentence or "", v[2], th)}  # fmt: skip
         if about and not changed:
             # every refutation is the model reading a rewording of the claim: no value changed
             _, e, j = max(about.values(), key=lambda v: v[2].confidence)
@@ -520,6 +516,12 @@ def decide(
 _ISSUE_REF = re.compile(r"(?:#|\bissue:?`?)(\d+)\b", re.IGNORECASE)  # "#628", "issue48", ":issue:`3567`"
 
 
+def _refuting_only_where(current, keep) -> defaultdict:
+    """The current evidence with each refutation from a passage ``keep`` rejects read as nei."""
+    return defaultdict(list, {sid: [(e, j if j.relation != "refutes" or keep(e) else replaced(j, relation="nei"))
+                                    for e, j in items] for sid, items in current.items()})  # fmt: skip
+
+
 def bare_line(claim: Claim) -> bool:
     """A short line read as written, with no subject of its own ("since 2019-06-09, removed
     2020-01-07", "Default: 80.", "Required: no"): a field line, or at most
@@ -595,9 +597,24 @@ def _unlike_model_refutation(claim: Claim, e: Evidence, j: Judgement, th: dict[s
     theirs = set(_ISSUE_REF.findall(e.sentence))
     if mine and theirs:
         return not mine & theirs  # the same issue is the same subject, however it is worded
-    if max(similarity(t, e.sentence) for t in texts) >= th["counterpart"]:
-        return False
-    return not any(_holds_words_of(e.sentence, t, th["same_words"]) for t in texts)
+    return not _about_claim(claim, e.sentence, th)
+
+
+def _about_claim(claim: Claim, sentence: str, th: dict[str, float]) -> bool:
+    """The sentence is about the claim's subject: like the claim in order (the counterpart
+    similarity), or holding ``same_words`` of its words in another order."""
+    texts = [t for t in (claim.text, claim.source_text) if t]
+    if max(similarity(t, sentence) for t in texts) >= th["counterpart"]:
+        return True
+    return any(_holds_words_of(sentence, t, th["same_words"]) for t in texts)
+
+
+def reworded_refutation(claim: Claim, sentence: str, j: Judgement, th: dict[str, float]) -> bool:
+    """``j`` is the model reading a rewording as a refutation: the model decided it (no rule found
+    a conflicting value of its own kind), the sentence is about the claim's subject, and it
+    restates the claim (kb/verify/rewording.py)."""
+    return (j.relation == "refutes" and j.tier == "model" and bool(sentence) and bool(claim.text or claim.source_text)
+            and _about_claim(claim, sentence, th) and restates(claim, sentence))  # fmt: skip
 
 
 def _holds_words_of(sentence: str, text: str, share: float) -> bool:

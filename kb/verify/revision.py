@@ -148,10 +148,6 @@ def _contrast(claim: str, older: str, newer: str) -> Contrast | None:
             elif rn == "supports" and ro == "refutes":
                 votes.append(Contrast("newer", NUMBER_CONFIDENCE, f"the newer version changed {qo.text!r} to {qn.text!r}; "
                                       f"the claim's {c.text!r} holds for the newer", c.text, qo.text, qn.text))  # fmt: skip
-    if restated(older, newer):
-        # the newer version says the same in other words: the words it changed hold no value
-        # (kb/verify/rewording.py), so a claim with the older words is not left behind by them
-        return max(votes, key=lambda v: v.confidence) if votes and len({v.side for v in votes}) == 1 else None
     # words: over the whole sentence, so a change difflib splits into a deletion and an
     # insertion ("Football Conference side" -> "Conference National side") is still one change
     old_words, new_words = _plain_words(os_), _plain_words(ns)
@@ -162,6 +158,10 @@ def _contrast(claim: str, older: str, newer: str) -> Contrast | None:
     removed -= qualified
     added = {a for a in added if not any(a.endswith("." + w) for w in qualified)}
     hit_old, hit_new = removed & claim_words, added & claim_words
+    if (hit_old or hit_new) and restated(older, newer):
+        # the newer version says the same in other words: the words it changed hold no value
+        # (kb/verify/rewording.py), so a claim with the older words is not left behind by them
+        hit_old = hit_new = set()
     if hit_old and not hit_new:
         votes.append(Contrast("older", WORD_CONFIDENCE, f"the claim says {' '.join(sorted(hit_old))!r}, which only the older "
                               f"version has (the newer one has {' '.join(sorted(added)) or 'nothing'!r} instead)",

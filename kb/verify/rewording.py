@@ -19,9 +19,10 @@ claim and the sentence hold none of them:
   extensions folder"), or one or two dropped or added on their own ("the escaped pem" -> "the
   pem"): that names another thing, where a rewording recasts a phrase.
 
-and the sentence is about the claim's subject (like it in order, or holding most of its words).
-Such a claim is not a finding: it is *uncertain* with the newest sentence as its evidence, so it
-neither shows up as drift nor drafts an edit that deletes a true sentence.
+The policy (kb/verify/policy.py) reads such a newest sentence as no change of the claim: a
+revised or rewritten counterpart that restates it supports it, and a model refutation from a
+sentence about the claim's subject that restates it leaves the claim uncertain, so it neither
+shows up as drift nor drafts an edit that deletes a true sentence.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
-from kb.records import Claim, Judgement
-from kb.verify.slots import is_code_identifier, similarity, word_tokens
-from kb.verify.tokens import content_set, is_identifier
+from kb.records import Claim
+from kb.verify.slots import is_code_identifier, word_tokens
+from kb.verify.tokens import is_identifier
 from kb.verify.vocabulary import NEGATIONS
 
 # words whose change is a change of fact although they are plain prose: a status, a bound, a
@@ -90,12 +91,11 @@ def _content(words: list[_Word]) -> set[str]:
     return {w.key for w in words if w.part.lower() not in OVERLAP_STOPWORDS | NEGATING | SHADING_WORDS | FILLER_WORDS}
 
 
-def differing_words(a: str, b: str) -> tuple[list[_Word], list[_Word], bool]:
-    """The words of ``a`` and of ``b`` outside their longest common word sequence, and whether
+def differing_words(wa: list[_Word], wb: list[_Word]) -> tuple[list[_Word], list[_Word], bool]:
+    """The words of ``wa`` and of ``wb`` outside their longest common word sequence, and whether
     one content word was swapped for another in the same place ("loaded from the plugins folder"
     / "the extensions folder"): that names another thing, where a rewording recasts a phrase
     ("provision a test environment" / "set up environments")."""
-    wa, wb = _parts(a), _parts(b)
     sm = SequenceMatcher(None, [w.key for w in wa], [w.key for w in wb], autojunk=False)
     only_a: list[_Word] = []
     only_b: list[_Word] = []
@@ -130,31 +130,12 @@ def _holds_value(w: _Word, other: frozenset[str], code: frozenset[str], new_side
     return not w.opens and w.part[:1].isupper() and w.key not in other
 
 
-def _value_words(mine: list[_Word], theirs: list[_Word], other_text: str, code: frozenset[str], new_side: bool) -> list[_Word]:
-    other = frozenset(w.key for w in _parts(other_text))
+def _value_words(mine: list[_Word], other: frozenset[str], code: frozenset[str], new_side: bool) -> list[_Word]:
     return [w for w in mine if _holds_value(w, other, code, new_side)]
 
 
 def _negations(words: list[_Word]) -> int:
     return sum(1 for w in words if w.part.lower() in NEGATING or w.token.lower().endswith("n't"))
-
-
-def reworded(claim: Claim, sentence: str, j: Judgement, counterpart: float, same_words: float) -> bool:
-    """Whether ``j``, a refutation of ``claim`` from ``sentence``, is the model reading a
-    rewording: the model decided it (no rule found a value of its own kind that conflicts), the
-    sentence is about the claim's subject, and no word that differs holds a value."""
-    if j.relation != "refutes" or j.tier != "model" or not sentence:
-        return False
-    text = claim.text or claim.source_text
-    if not text:
-        return False
-    about = similarity(text, sentence) >= counterpart or _shares_words(sentence, text, same_words)
-    return about and restates(claim, sentence)
-
-
-def _shares_words(sentence: str, text: str, share: float) -> bool:
-    words = content_set(text)
-    return bool(words) and len(words & content_set(sentence)) >= share * len(words)
 
 
 def restates(claim: Claim, sentence: str) -> bool:
@@ -168,9 +149,11 @@ def restated(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
     writes as code)."""
     if not text or not other:
         return False
-    only_text, only_other, swapped = differing_words(text, other)
+    wa, wb = _parts(text), _parts(other)
+    only_text, only_other, swapped = differing_words(wa, wb)
     if swapped or not (only_text or only_other):
         return False
     if _negations(only_text) % 2 != _negations(only_other) % 2:
         return False
-    return not _value_words(only_text, only_other, other, code, False) and not _value_words(only_other, only_text, text, code, True)
+    keys_text, keys_other = frozenset(w.key for w in wa), frozenset(w.key for w in wb)
+    return not _value_words(only_text, keys_other, code, False) and not _value_words(only_other, keys_text, code, True)
