@@ -279,6 +279,15 @@ def test_a_capitalised_list_after_a_comma_is_not_a_clause():
     ]
 
 
+def test_an_item_in_braces_is_one_item():
+    _, claims = claims_of("Highlighted lines: {4, 7, 9}, {12} and 15.\n")
+    assert [c.text for c in claims] == [
+        "Highlighted lines: {4, 7, 9}",
+        "Highlighted lines: {12}",
+        "Highlighted lines: 15",
+    ]
+
+
 def test_steps_under_an_instructional_lead_in_are_instructions():
     _, claims = claims_of(
         "To install kbaudit:\n\n1. Run pip install kbaudit.\n2. Open the config file.\n\nThe release adds:\n\n- Export to CSV\n"

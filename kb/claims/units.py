@@ -113,15 +113,15 @@ _AUX = frozenset("is are was were has have had can cannot will would must should
 
 
 def _bracketed(text: str) -> list[bool]:
-    """For each position of ``text``: whether it sits inside round or square brackets. A clause
-    or an item is never cut there: "(e.g., if we deprecate X in 3.9, we remove it in 5.0)" is
-    one aside, and cutting at its comma leaves two claims whose brackets never close."""
+    """For each position of ``text``: whether it sits inside brackets. A clause or an item is
+    never cut there: "(e.g., if we deprecate X in 3.9, we remove it in 5.0)" is one aside and
+    "{1,4,7}" one line range; cutting at their commas leaves claims whose brackets never close."""
     inside = [False] * (len(text) + 1)
     depth = 0
     for i, ch in enumerate(text):
-        if ch in "([":
+        if ch in "([{":
             depth += 1
-        elif ch in ")]" and depth:
+        elif ch in ")]}" and depth:
             depth -= 1
         inside[i + 1] = depth > 0
     return inside
