@@ -159,3 +159,8 @@ def test_a_lead_in_with_a_line_in_front_or_a_named_subject_is_still_the_lead_in(
     # a lead-in that changed in its own words is not the claim's lead-in
     assert not is_lead_in_of(item.text, "Clients also support features that the top-level API now has, such as:", item.source_text)
     assert not is_lead_in_of("There are three ways to set it: Using a flag.", "There are four ways to set it:", "Using a flag.")
+    # one with its grammar mended is: the item's absence from it says nothing of the item
+    assert is_lead_in_of("Matcher functions have access to the following properties: isNot",
+                         "Matcher functions has access to the following properties:", "isNot")  # fmt: skip
+    assert not is_lead_in_of("Matchers do not have access to the following properties: isNot",
+                             "Matchers have access to the following properties:", "isNot")  # fmt: skip

@@ -165,8 +165,11 @@ def is_lead_in_of(claim_text: str, sentence: str, item: str = "") -> bool:
     and goes on from: the claim is one of the items the lead-in introduces. With the ``item`` the
     claim was read from, the claim's lead-in part may also differ from the sentence at its front
     only: words in front of it (a bold line the page puts above the list, read into the sentence)
-    or a subject for a pointing word ("It takes ..." read as "Pool limits takes ..."). A lead-in
-    that changed elsewhere ("three ways" -> "four ways") is neither, and is judged as any sentence."""
+    or a subject for a pointing word ("It takes ..." read as "Pool limits takes ..."), or the
+    sentence may be it with its grammar mended ("Matcher function have access ..." -> "... has
+    access ..."): the same content words and negations. A lead-in that changed in its own words
+    ("three ways" -> "four ways", "lacks" -> "now has") is none of these, and is judged as any
+    sentence."""
     if not sentence.rstrip().rstrip("*_").endswith(":"):
         return False
     lead, claim = canonical(sentence), canonical(claim_text)
@@ -176,11 +179,22 @@ def is_lead_in_of(claim_text: str, sentence: str, item: str = "") -> bool:
     words = claim.split()
     if not rest or words[-len(rest) :] != rest:
         return False
+    if _same_lead(words[: -len(rest)], lead.split()):
+        return True
     claim_lead, sentence_lead = words[: -len(rest)], lead.split()
     if sentence_lead and sentence_lead[0] in _POINTING_SUBJECTS:
         sentence_lead = sentence_lead[1:]
     n = min(len(claim_lead), len(sentence_lead))
     return n >= MIN_LEAD_WORDS and claim_lead[-n:] == sentence_lead[-n:]
+
+
+def _same_lead(a: list[str], b: list[str]) -> bool:
+    """Two canonical lead-ins that differ in function words only (an agreement or article fixed)."""
+    negations = ("not", "no", "never", "cannot")
+    if min(len(a), len(b)) < MIN_LEAD_WORDS or sum(w in negations for w in a) != sum(w in negations for w in b):
+        return False
+    ca, cb = content_set(" ".join(a)), content_set(" ".join(b))
+    return bool(ca) and ca == cb
 
 
 def within_lead_in(claim: Claim, sentence: str) -> bool:
