@@ -53,6 +53,11 @@ SHADING_WORDS = frozenset(
 NEGATING = NEGATIONS | {"non"}
 FILLER_WORDS = frozenset("ones one just simply really actually basically currently now still also easily".split())
 MAX_MODIFIER_WORDS = 2
+# A restatement keeps most of what it is about: at least this share of each side's content words
+# is the other's. A diff places any sentence where the old one stood, and one that shares half its
+# words or fewer ("this syntax cannot be used ..." / "these hooks are not called ...") is another
+# statement, however little of it holds a value.
+MIN_SHARED_CONTENT = 0.6
 # code as the page writes it: `name`, ``name``, :role:`name`, <code>name</code>
 _CODE_SPAN = re.compile(r"``(.+?)``|`([^`]+)`|<code>(.*?)</code>|<kbd>(.*?)</kbd>", re.S)
 _PART = re.compile(r"[A-Za-z0-9]+")
@@ -150,6 +155,9 @@ def restated(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
     if not text or not other:
         return False
     wa, wb = _parts(text), _parts(other)
+    ca, cb = _content(wa), _content(wb)
+    if not ca or not cb or len(ca & cb) < MIN_SHARED_CONTENT * max(len(ca), len(cb)):
+        return False
     only_text, only_other, swapped = differing_words(wa, wb)
     if swapped or not (only_text or only_other):
         return False
