@@ -318,6 +318,34 @@ def test_a_fact_whose_page_was_split_off_is_not_removed(tmp_path):
     assert gone.label == "stale" and gone.action.startswith("removed in v2.0.0"), gone
 
 
+def test_a_fact_moved_to_another_page_nearly_as_written_is_not_removed(tmp_path):
+    """A sentence whose page was split up, and whose new place dropped a link and ends on a colon,
+    still stands in the newest corpus: supported, with its new place as the evidence. A sentence
+    gone from every page is still a removal."""
+    from kb.chain import run_audit
+
+    repo = make_repo(tmp_path)
+    hooks = ("# Configuration\n\n## Hooks\n\nA setup file can either export named functions `setup` and `teardown` or a "
+             "`default` function that returns a teardown function ([example](https://example.org/setup.ts)).\n\n"
+             "The `--legacy-hooks` flag runs the hooks of version 1.\n\n## Output\n\nReports are written to the out folder.\n")
+    moved = ("# Hooks\n\nA setup file can either export named functions `setup` and `teardown` or a `default` function that "
+             "returns a teardown function:\n\n```ts\nexport default () => () => {}\n```\n")
+    release(repo, "v1.0.0", "2024-01-10", {"docs/config.md": hooks})
+    release(repo, "v2.0.0", "2024-09-01", {"docs/config.md": None, "docs/hooks.md": moved,
+                                           "docs/output.md": "# Output\n\nReports are written to the out folder.\n"})  # fmt: skip
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "config.md").write_text("---\nupdated: 2024-01-10\n---\n" + hooks)
+    settings = Settings(docs=kb, sources=[f"git:{repo}@tags:docs"], depth="D1", today=TODAY, full=True).validate()
+    result = run_audit(settings)
+    verdict = {c.source_text: v for c in result.claims if c.checkworthy for v in result.verdicts if v.claim_id == c.claim_id}
+    setup = next(v for text, v in verdict.items() if text.startswith("A setup file can either"))
+    assert setup.label == "supported", setup
+    assert setup.evidence_sentence and setup.evidence_sentence.endswith("teardown function:"), setup
+    gone = verdict["The --legacy-hooks flag runs the hooks of version 1."]
+    assert gone.label == "stale" and gone.action.startswith("removed in v2.0.0"), gone
+
+
 def test_what_the_newest_release_states_as_written_is_supported(tmp_path):
     """A list of bare names the newest release still holds under the same heading is supported
     as written (a model reading one name against another is no contradiction), as is a sentence

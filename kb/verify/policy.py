@@ -28,11 +28,14 @@ from collections import defaultdict
 from collections.abc import Collection
 from datetime import date
 
+from rapidfuzz import fuzz
+
 from kb.claims.split import MAX_KEYED_SETTING_WORDS, SETTING_NOTE, keyed_setting_line
 from kb.claims.text import passage_sentences, sentence_spans
 from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.changelog import is_changelog
-from kb.evidence.versions import states_as_written
+from kb.evidence.passages import sentence_key
+from kb.evidence.versions import STILL_STATED, states_as_written
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import added_beside
 from kb.verify.rewording import restates
@@ -484,6 +487,11 @@ def decide(
             return _restated(claim, base, sid, old, rev[1])
         if rev:
             return _revised(claim, base, sid, old, rev, th)
+    # its old place lost it, but the newest corpus states it nearly as written elsewhere (a page
+    # moved or split, a link or a colon changed): a removal needs the fact's absence everywhere
+    stands = None if vague else _stated_nearly_as_written(claim, current)
+    if old_sup and stands is not None:
+        return _stands_elsewhere(base, old_sup[0], stands)
     # an older version supported it and a diff of the two versions puts a different sentence of
     # the newest version in its place: the statement was rewritten (not merely dropped)
     rewrite = None if vague else _placed_rewrite(claim, base, history, current, th, elsewhere)
@@ -707,6 +715,31 @@ def _rewritten(claim: Claim, base: dict, sid: str, old, e_new: Evidence) -> Verd
         f"{e_new.sentence[:200]}",
         gap_type="technical", gap_severity=_severity(claim, "stale"),
         action="rewrite from the newer source", evidence_sentence=e_new.sentence,
+    )  # fmt: skip
+
+
+def _stated_nearly_as_written(claim: Claim, current) -> Evidence | None:
+    """A current sentence that no rule or model reads as a refutation and that states the claim
+    nearly word for word (what retrieval calls still stated: ``STILL_STATED``). A bare line
+    ("Type: number") counts only under its own heading: elsewhere it is another entry's line."""
+    key = sentence_key(claim.source_text or claim.text)
+    bare = bare_line(claim)
+    for items in current.values():
+        for e, j in items:
+            if j.relation == "refutes" or (bare and not _under_its_heading(claim, e)):
+                continue
+            if key and fuzz.ratio(key, sentence_key(e.sentence or "")) >= STILL_STATED:
+                return e
+    return None
+
+
+def _stands_elsewhere(base: dict, old, e_new: Evidence) -> Verdict:
+    e_old, j_old = old
+    return Verdict(
+        **base, label="supported", confidence=RESTATED_CONFIDENCE, tier="rules",
+        rationale=f"{e_old.source_id}: older version ({_d(e_old)}) supports ({j_old.rationale}); the newest corpus "
+        f"still states it nearly as written: {e_new.source_id} ({_d(e_new)}): {(e_new.sentence or '')[:200]}",
+        evidence_sentence=e_new.sentence,
     )  # fmt: skip
 
 
