@@ -318,27 +318,38 @@ def test_a_fact_whose_page_was_split_off_is_not_removed(tmp_path):
     assert gone.label == "stale" and gone.action.startswith("removed in v2.0.0"), gone
 
 
+def _kb_page_verdicts(tmp_path: Path, name: str, page: str, sources: str, by_text: bool = False) -> dict:
+    """The verdicts of a KB page written at the first release, audited at depth D1 against
+    ``sources``: by each check-worthy claim's text as written (as read, with ``by_text``)."""
+    from kb.chain import run_audit
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / name).write_text("---\nupdated: 2024-01-10\n---\n" + page)
+    result = run_audit(Settings(docs=kb, sources=[sources], depth="D1", today=TODAY, full=True).validate())
+    return {c.text if by_text else c.source_text: v
+            for c in result.claims if c.checkworthy for v in result.verdicts if v.claim_id == c.claim_id}  # fmt: skip
+
+
 def test_a_fact_moved_to_another_page_nearly_as_written_is_not_removed(tmp_path):
     """A sentence whose page was split up, and whose new place dropped a link and ends on a colon,
     still stands in the newest corpus: supported, with its new place as the evidence. A sentence
     gone from every page is still a removal."""
-    from kb.chain import run_audit
 
     repo = make_repo(tmp_path)
-    hooks = ("# Configuration\n\n## Hooks\n\nA setup file can either export named functions `setup` and `teardown` or a "
-             "`default` function that returns a teardown function ([example](https://example.org/setup.ts)).\n\n"
-             "The `--legacy-hooks` flag runs the hooks of version 1.\n\n## Output\n\nReports are written to the out folder.\n")
-    moved = ("# Hooks\n\nA setup file can either export named functions `setup` and `teardown` or a `default` function that "
-             "returns a teardown function:\n\n```ts\nexport default () => () => {}\n```\n")
+    hooks = (
+        "# Configuration\n\n## Hooks\n\nA setup file can either export named functions `setup` and `teardown` or a "
+        "`default` function that returns a teardown function ([example](https://example.org/setup.ts)).\n\n"
+        "The `--legacy-hooks` flag runs the hooks of version 1.\n\n## Output\n\nReports are written to the out folder.\n"
+    )
+    moved = (
+        "# Hooks\n\nA setup file can either export named functions `setup` and `teardown` or a `default` function that "
+        "returns a teardown function:\n\n```ts\nexport default () => () => {}\n```\n"
+    )
     release(repo, "v1.0.0", "2024-01-10", {"docs/config.md": hooks})
     release(repo, "v2.0.0", "2024-09-01", {"docs/config.md": None, "docs/hooks.md": moved,
                                            "docs/output.md": "# Output\n\nReports are written to the out folder.\n"})  # fmt: skip
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    (kb / "config.md").write_text("---\nupdated: 2024-01-10\n---\n" + hooks)
-    settings = Settings(docs=kb, sources=[f"git:{repo}@tags:docs"], depth="D1", today=TODAY, full=True).validate()
-    result = run_audit(settings)
-    verdict = {c.source_text: v for c in result.claims if c.checkworthy for v in result.verdicts if v.claim_id == c.claim_id}
+    verdict = _kb_page_verdicts(tmp_path, "config.md", hooks, f"git:{repo}@tags:docs")
     setup = next(v for text, v in verdict.items() if text.startswith("A setup file can either"))
     assert setup.label == "supported", setup
     assert setup.evidence_sentence and setup.evidence_sentence.endswith("teardown function:"), setup
@@ -386,18 +397,12 @@ def test_what_the_newest_release_states_as_written_is_supported(tmp_path):
 def test_another_options_setting_line_left_alone_under_the_heading_is_not_the_changed_ones(tmp_path, changed, kept):
     """Two options' setting lines under one heading: the newest release changed one, and the other's
     line now stands alone there. It is still the other option's line, so the changed one is stale."""
-    from kb.chain import run_audit
 
     repo = make_repo(tmp_path)
     lines = {name: f"`{name}`:\n\nOptional, Default=0s\n" for name in (changed, kept)}
     timeouts = "# Server\n\n## Timeouts\n\n" + "\n".join(lines[n] for n in sorted(lines, key=str.lower))
     release(repo, "v1.0.0", "2024-01-10", {"docs/server.md": timeouts})
     release(repo, "v2.0.0", "2024-09-01", {"docs/server.md": timeouts.replace(lines[changed], lines[changed].replace("0s", "60s"))})
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    (kb / "server.md").write_text("---\nupdated: 2024-01-10\n---\n" + timeouts)
-    settings = Settings(docs=kb, sources=[f"git:{repo}@v1.0.0,v2.0.0:docs"], depth="D1", today=TODAY, full=True).validate()
-    result = run_audit(settings)
-    verdict = {c.text: v for c in result.claims if c.checkworthy for v in result.verdicts if v.claim_id == c.claim_id}
+    verdict = _kb_page_verdicts(tmp_path, "server.md", timeouts, f"git:{repo}@v1.0.0,v2.0.0:docs", by_text=True)
     assert verdict[f"{changed}: Optional, Default=0s"].label == "stale", verdict
     assert verdict[f"{kept}: Optional, Default=0s"].label == "supported", verdict
