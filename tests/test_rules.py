@@ -287,6 +287,12 @@ def test_averaged_over_a_count_of_critics_is_that_count_not_a_lower_bound():
         ("The plugin needs Go 1.21 or later.", "The plugin needs Go 1.21 or later.", "supports"),
         ("The exporter writes CSV files.", "The exporter writes CSV files and Parquet files.", "supports"),
         ("The exporter writes CSV files.", "The exporter writes CSV files, which open in any spreadsheet.", "supports"),
+        # another way beside what the claim allows leaves it true
+        (
+            "To collect coverage, you can pass the --coverage flag.",
+            "To collect coverage, you can pass the --coverage flag or set coverage.enabled in the config.",
+            "supports",
+        ),
     ],
 )
 def test_containment_is_not_support_when_the_evidence_extends_or_qualifies_it(claim, evidence, relation):
