@@ -54,6 +54,10 @@ def test_no_decision_when_the_change_is_not_about_the_claim_or_signals_disagree(
     assert contrast("X is 5.", "X is 5 today.", "X is 5 today.") is None
     # the claim has both the removed and the added word
     assert contrast("Mixed or favorable reviews.", "It got mixed reviews.", "It got favorable reviews.") is None
+    # a typo fixed: the same word ("converstaion" / "conversation", "langauge" / "language")
+    typo = "The maintainers have been discussing the syntax in a more recent converstaion on the forum."
+    assert contrast(typo, typo, typo.replace("converstaion", "conversation")) is None
+    assert contrast("Pages name their langauge.", "Pages name their langauge.", "Pages name their language.") is None
 
 
 def test_years_after_and_before_are_bounds():

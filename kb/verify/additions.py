@@ -27,6 +27,7 @@ MIN_WORDS = 4  # a shorter claim is found inside too many sentences
 MAX_ADDED = 4  # words added: at most this many, or half as many as the claim has
 MIN_INFLECTED = 4  # shorter words are not compared by their inflection ("led" is not "lead")
 MIN_TYPO = 6  # a letter more inside a word this long is a typo fixed ("fewer" / "flower" are words)
+MIN_SWAP_TYPO = 7  # two letters swapped inside a word this long too ("united" / "untied" are words)
 MAX_MODIFIER = 2  # a modifier: at most this many words inside the claim ("ASGI", "HTTP/2")
 # Words the newer sentence may drop without changing the fact ("will also be supported" ->
 # "will be supported"; a list's "or" moving to the new last item).
@@ -52,17 +53,31 @@ def _inflection(word: str) -> str:
     return re.sub(r"(?:ly|ing|ed|es|s|e)$", "", word)
 
 
-def _misspelt(a: str, b: str) -> bool:
+def misspelt(a: str, b: str) -> bool:
     """One long prose word is the other with one letter more inside it ("inititalised" /
-    "initialised"): a typo fixed, not another word."""
+    "initialised") or two neighbouring letters swapped ("converstaion" / "conversation"): a typo
+    fixed, not another word."""
     short, long_ = sorted((a, b), key=len)
-    if len(long_) != len(short) + 1 or len(short) < MIN_TYPO or not (short.isalpha() and short.islower() and long_.isalpha()):
+    if len(short) < MIN_TYPO or not (short.isalpha() and short.islower() and long_.isalpha()):
+        return False
+    if len(long_) == len(short):
+        if len(short) < MIN_SWAP_TYPO:
+            return False
+        diff = [k for k in range(len(short)) if short[k] != long_[k]]
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and diff[0] > 0
+            and short[diff[0]] == long_[diff[1]]
+            and short[diff[1]] == long_[diff[0]]
+        )
+    if len(long_) != len(short) + 1:
         return False
     return any(long_[:k] + long_[k + 1 :] == short for k in range(1, len(long_)))
 
 
 def _same(a: str, b: str) -> bool:
-    return a == b or _inflection(a) == _inflection(b) or _misspelt(a, b)
+    return a == b or _inflection(a) == _inflection(b) or misspelt(a, b)
 
 
 def _tokens(text: str) -> list[str]:

@@ -29,6 +29,7 @@ from difflib import SequenceMatcher
 
 from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.records import Judgement
+from kb.verify.additions import misspelt
 from kb.verify.policy import newest_dates
 from kb.verify.rewording import restated
 from kb.verify.slots import (
@@ -157,6 +158,10 @@ def _contrast(claim: str, older: str, newer: str) -> Contrast | None:
     qualified = {w for w in removed if any(a.endswith("." + w) for a in added)}
     removed -= qualified
     added = {a for a in added if not any(a.endswith("." + w) for w in qualified)}
+    # a typo fixed is the same word ("converstaion" -> "conversation")
+    fixed = {(r, a) for r in removed for a in added if misspelt(r, a)}
+    removed -= {r for r, _ in fixed}
+    added -= {a for _, a in fixed}
     hit_old, hit_new = removed & claim_words, added & claim_words
     if (hit_old or hit_new) and restated(older, newer):
         # the newer version says the same in other words: the words it changed hold no value
