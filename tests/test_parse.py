@@ -483,6 +483,9 @@ def test_myst_roles_read_as_their_text():
     assert [b.text for b in doc.blocks] == ["Deploy", "See the server guide and limits before Ctrl-C."]
     # a brace that opens no role stays text
     assert parse("# T\n\nThe set {a, b} has two members.\n").blocks[1].text == "The set {a, b} has two members."
+    # a target written without a space before it is a target too; a code role keeps its brackets
+    page = "# T\n\nSphinx adds {ref}`in-line roles<rst-roles>` and {ref}`directives`. It returns {code}`List<String>`.\n"
+    assert parse(page).blocks[1].text == "Sphinx adds in-line roles and directives. It returns List<String>."
 
 
 def test_front_matter_reads_the_same_with_either_yaml_loader():

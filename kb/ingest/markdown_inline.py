@@ -14,6 +14,7 @@ INLINE_WINDOW = 1000  # how far inline markup looks for its closing delimiter
 _INLINE_SPECIAL = re.compile(r"[`\\*_~\[\]!<&{]")
 # a MyST role, "{doc}`the server <usage/server>`": the role name is markup, the text is read
 _MYST_ROLE = re.compile(r"\{[A-Za-z][\w:+.-]{0,40}\}(?=`[^`])")
+_LITERAL_ROLES = frozenset("code literal samp kbd math file command envvar regexp".split())
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:-]*(?:\s[^<>]{0,500})?/?>")
 _AUTOLINK = re.compile(r"<((?:[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]{1,2000})|(?:[^\s<>@]{1,200}@[^\s<>@]{1,200}))>")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
@@ -128,9 +129,11 @@ def inline_markdown(out: TextBuilder, s: str, base: int) -> None:
                 i = j + 1
                 continue
             content = s[m2.end() + 1 : close]
-            target = content.rfind(" <")
-            if target > 0 and content.endswith(">"):
-                content = content[:target]  # "text <target>": the target is a link
+            target = content.rfind("<")
+            # "text <target>" (Sphinx also takes "text<target>"): the target is a link; a code
+            # role's "List<String>" is its text
+            if target > 0 and content.endswith(">") and m2.group(0)[1:-1] not in _LITERAL_ROLES:
+                content = content[:target].rstrip()
             out.add(content, base + m2.end() + 1)
             i = close + 1
         elif c == "&":
