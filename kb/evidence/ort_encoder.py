@@ -22,6 +22,8 @@ sentence-transformers (and with it torch and transformers: seconds of every cold
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import json
 import os
 import uuid
@@ -116,9 +118,11 @@ def _stamp(path: Path) -> dict:
 
 def _model_stamp(*model_paths: Path | str | None) -> list | None:
     """What the parity record holds of the model it was checked against: the weights and
-    tokenizer of each of its folders (name, size, time). An export folder is keyed by the
+    tokenizer of each of its folders (name, size, content hash). An export folder is keyed by the
     model's configuration and its weights' sizes only, so retrained weights of the same shape
-    would share the export."""
+    would share the export; the hash tells them apart, while a copy of the same weights elsewhere
+    (another install or checkout of the same release, with its own file times) is the same model
+    and needs no second check."""
     folders = [Path(p) for p in model_paths if p is not None]
     if not folders:
         return None
@@ -126,7 +130,14 @@ def _model_stamp(*model_paths: Path | str | None) -> list | None:
     for folder in folders:
         files += sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin"))
         files += [f for f in (folder / "tokenizer.json",) if f.is_file()]
-    return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+    return [[f.name, f.stat().st_size, _content_hash(str(f), f.stat().st_size, f.stat().st_mtime_ns)] for f in files]
+
+
+@functools.lru_cache(maxsize=64)
+def _content_hash(path: str, size: int, mtime_ns: int) -> str:
+    """SHA-256 of a file, once per process for a file as it is (size and time in the key)."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def write_record(export: Path, checked: dict, model: list | None, **result: float) -> None:
