@@ -19,6 +19,7 @@ raise ``ParseError``.
 from __future__ import annotations
 
 from datetime import date, datetime
+from functools import lru_cache
 from pathlib import PurePath
 
 from kb.errors import ParseError
@@ -68,18 +69,7 @@ def parse_document(raw: bytes, doc_id: str, path: str) -> Document:
     body = 0
     if fmt in ("markdown", "text", "rst"):
         meta, body = read_front_matter(text)
-    if fmt == "markdown":
-        blocks, first_heading = MarkdownParser(text, body, mdx=PurePath(path or doc_id).suffix.lower() == ".mdx").run()
-    elif fmt == "html":
-        blocks, first_heading = parse_html(text)
-    elif fmt == "rst":
-        found, first_heading = rst_blocks(text, body)
-        blocks = [Block(kind=k, start=o[0], end=o[-1] + 1, text=t, offsets=OffsetMap.from_offsets(o), section=sec, level=lv)
-                  for k, t, o, sec, lv in found]  # fmt: skip
-        if not blocks and text[body:].strip():
-            blocks, first_heading = MarkdownParser(text, body, plain=True).run()
-    else:
-        blocks, first_heading = MarkdownParser(text, body, plain=True).run()
+    blocks, first_heading = _blocks(text, fmt, body, PurePath(path or doc_id).suffix.lower() == ".mdx")
 
     kb_meta = meta.get("kbaudit") if isinstance(meta.get("kbaudit"), dict) else {}
     title = meta.get("title")
@@ -108,6 +98,26 @@ def parse_document(raw: bytes, doc_id: str, path: str) -> Document:
         bytes=len(raw),
         ignore=_truthy(kb_meta.get("ignore")) if kb_meta else False,
     )
+
+
+@lru_cache(maxsize=512)
+def _blocks(text: str, fmt: str, body: int, mdx: bool) -> tuple[tuple[Block, ...], str | None]:
+    """The prose blocks of a text and its first heading: a function of the text alone, so a file
+    unchanged between the KB's rev and a source's (or between two sources) is parsed once per
+    process. Blocks are frozen, so the documents may share them."""
+    if fmt == "markdown":
+        blocks, first_heading = MarkdownParser(text, body, mdx=mdx).run()
+    elif fmt == "html":
+        blocks, first_heading = parse_html(text)
+    elif fmt == "rst":
+        found, first_heading = rst_blocks(text, body)
+        blocks = [Block(kind=k, start=o[0], end=o[-1] + 1, text=t, offsets=OffsetMap.from_offsets(o), section=sec, level=lv)
+                  for k, t, o, sec, lv in found]  # fmt: skip
+        if not blocks and text[body:].strip():
+            blocks, first_heading = MarkdownParser(text, body, plain=True).run()
+    else:
+        blocks, first_heading = MarkdownParser(text, body, plain=True).run()
+    return tuple(blocks), first_heading
 
 
 # ---------------------------------------------------------------------------------------------

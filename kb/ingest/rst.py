@@ -64,6 +64,7 @@ _WORD = re.compile(r"\S+")
 _PIECE = re.compile(r"\w+|\W")
 _WORDCHAR = re.compile(r"\w")
 _FIRST_PIECE = re.compile(r"\w+")
+_NEWLINE = re.compile(r"\n")
 _OPENING = {")": "(", "]": "["}
 _NEAR = 40  # markup between two words (a role's name, backquotes, a line break) is rarely longer
 _GAP = 400  # ... and never this long: an embedded link target, a skipped inline substitution
@@ -75,10 +76,16 @@ class _Locator:
     def __init__(self, text: str):
         self.text = text
         self.cursor = 0
+        self._lines: list[int] | None = None  # where each line starts, found on first use
+
+    def _line_offset(self, line: int) -> int:
+        if self._lines is None:
+            self._lines = [0, *(m.end() for m in _NEWLINE.finditer(self.text))]
+        return self._lines[line - 1] if line - 1 < len(self._lines) else len(self.text)
 
     def locate(self, visible: str, line: int | None) -> tuple[str, tuple[int, ...]] | None:
         if line:  # not before the element's line (a paragraph's first line; a title's underline)
-            self.cursor = max(self.cursor, _line_offset(self.text, max(line - 2, 1)))
+            self.cursor = max(self.cursor, self._line_offset(max(line - 2, 1)))
         out_text: list[str] = []
         offsets: list[int] = []
         pos = self.cursor
@@ -145,16 +152,6 @@ class _Locator:
             elif piece[0].isalnum() or piece[0] == "_":
                 words_found = False
         return pieces, words_found and bool(pieces)
-
-
-def _line_offset(text: str, line: int) -> int:
-    pos = 0
-    for _ in range(line - 1):
-        nl = text.find("\n", pos)
-        if nl < 0:
-            return len(text)
-        pos = nl + 1
-    return pos
 
 
 def _generated(node) -> bool:

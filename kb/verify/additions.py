@@ -12,6 +12,7 @@ judgement to the other rules."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from kb.verify.extension import CONDITIONS, RESTRICTIVE, _extension_kind
 from kb.verify.slots import is_code_case, normalize, word_tokens
@@ -42,15 +43,18 @@ _CHANGING = (
 )  # fmt: skip
 # A phrase that opens on one of these qualifies the claim ("on Linux", "for admins"): not a modifier.
 _SCOPING = frozenset("on in for with within by from to at of via per under over into onto through".split())
+_WORD = re.compile(r"\w")
+_INFLECTED = re.compile(r"(?:ly|ing|ed|es|s|e)$")
 
 
+@lru_cache(maxsize=65536)
 def _inflection(word: str) -> str:
     """A prose word without its inflection ("exactly" / "exact", "details" / "detail", "capturing"
     / "capture"): two words alike here differ in form, not in what they state. Names, code and
     numbers are kept whole."""
     if not word.isalpha() or not word.islower() or len(word) < MIN_INFLECTED:
         return word
-    return re.sub(r"(?:ly|ing|ed|es|s|e)$", "", word)
+    return _INFLECTED.sub("", word)
 
 
 def misspelt(a: str, b: str) -> bool:
@@ -81,13 +85,18 @@ def _same(a: str, b: str) -> bool:
 
 
 def _tokens(text: str) -> list[str]:
-    toks = [t for t in word_tokens(normalize(text)) if re.search(r"\w", t) or t in ",()&"]
-    return [t if is_code_case(t) else t.lower() for t in toks]
+    return list(_folded_tokens(text))
+
+
+@lru_cache(maxsize=20000)  # an evidence sentence is compared with many claims
+def _folded_tokens(text: str) -> tuple[str, ...]:
+    toks = [t for t in word_tokens(normalize(text)) if _WORD.search(t) or t in ",()&"]
+    return tuple(t if is_code_case(t) else t.lower() for t in toks)
 
 
 def _addition(added: list[str], before: list[str], inside: bool, restrictive: bool, listed: bool = True) -> str:
     """What kind of harmless addition ``added`` is ("item", "aside", "modifier"), or ""."""
-    words = [t for t in added if re.search(r"\w", t)]
+    words = [t for t in added if _WORD.search(t)]
     if not words or any(w in _CHANGING or w.endswith("n't") for w in words):
         return ""
     if added[0] == "(" and added[-1] == ")":
@@ -114,7 +123,7 @@ def added_beside(claim_text: str, sentence: str) -> str | None:
     it is no such restatement (identical ones included: the verbatim rules judge those)."""
     c, e = _tokens(claim_text), _tokens(sentence)
     core = [(i, t) for i, t in enumerate(c) if t not in _FILLERS]
-    n_words = sum(1 for t in c if re.search(r"\w", t))
+    n_words = sum(1 for t in c if _WORD.search(t))
     if n_words < MIN_WORDS or c == e:
         return None
     # the claim's words other than fillers, found in order (leftmost); what lies between is added
@@ -127,7 +136,7 @@ def added_beside(claim_text: str, sentence: str) -> str | None:
             return None  # a content word of the claim is gone or replaced
         found.append((i, k))
         k += 1
-    n_added = sum(1 for t in e if re.search(r"\w", t)) - sum(1 for _, t in core if re.search(r"\w", t))
+    n_added = sum(1 for t in e if _WORD.search(t)) - sum(1 for _, t in core if _WORD.search(t))
     if n_added > max(MAX_ADDED, n_words // 2):
         return None  # a new sentence around the claim's words, not the claim with words added
     restrictive = bool(RESTRICTIVE & set(c))

@@ -88,8 +88,16 @@ MIN_COVERAGE = 0.5
 log = logging.getLogger(__name__)  # below: the sentences are not about the same thing
 
 
+_WORD = re.compile(r"\w")
+_ALNUM = re.compile(r"[a-z0-9]")
+_LETTER = re.compile(r"[A-Za-z]")
+_DIGIT = re.compile(r"\d")
+_SETTING = re.compile(r"(--?)?([A-Za-z_][\w.-]*)=(.*)")
+_NAME = re.compile(r"[A-Z][\w'.-]*")
+
+
 def _keep(t: str) -> bool:
-    return bool(re.search(r"\w", t)) or t == "="
+    return bool(_WORD.search(t)) or t == "="
 
 
 def _words(tokens: list[str]) -> list[str]:
@@ -99,11 +107,11 @@ def _words(tokens: list[str]) -> list[str]:
 
 
 def _content_set(words: list[str]) -> set[str]:
-    return {stem_overlap(w) for w in words if w not in OVERLAP_STOPWORDS and re.search(r"[a-z0-9]", w)}
+    return {stem_overlap(w) for w in words if w not in OVERLAP_STOPWORDS and _ALNUM.search(w)}
 
 
 def _setting(tok: str) -> tuple[str, str] | None:
-    m = re.fullmatch(r"(--?)?([A-Za-z_][\w.-]*)=(.*)", tok)
+    m = _SETTING.fullmatch(tok)
     if m:
         return m.group(2).lower(), m.group(3)
     return None
@@ -147,7 +155,8 @@ def _judge(claim_text: str, sentence: str) -> Judgement | None:
         return None
     if c_can == e_can:
         return Judgement("supports", CONFIDENCE["exact"], "rules", "exact match")
-    if len(c_can.split()) >= 4 and re.search(r"(?:^|\s)" + re.escape(c_can) + r"(?:\s|$)", e_can) and not _continues(claim_text, sentence):
+    # both keys are single-spaced: the claim's words as whole words inside the sentence's
+    if len(c_can.split()) >= 4 and f" {c_can} " in f" {e_can} " and not _continues(claim_text, sentence):
         ext = _extension(claim_text, sentence)
         if ext:
             return Judgement("refutes", CONFIDENCE["extended"], "rules",
@@ -222,7 +231,7 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
     if not cw or not ew:
         return None
     c_content, e_content = _content_set(cw), _content_set(ew)
-    c_words = {w for w in c_content if not re.search(r"\d", w)} or c_content
+    c_words = {w for w in c_content if not _DIGIT.search(w)} or c_content
     if not c_content:
         return None
     coverage = len(c_words & e_content) / len(c_words)
@@ -295,7 +304,7 @@ def _judge_slots(cs: Slots, es: Slots) -> Judgement | None:
             if not (cq and all(id(q) in paired_claim_q for q in cq)) and close_copy:
                 conflicts.extend(_token_conflicts(tag, ctoks, etoks, cs, es))
                 if tag in ("replace", "delete"):
-                    missing_terms.extend(t for t in ctoks if t.lower() not in OVERLAP_STOPWORDS and re.search(r"\w", t))
+                    missing_terms.extend(t for t in ctoks if t.lower() not in OVERLAP_STOPWORDS and _WORD.search(t))
             if setting_key:
                 for k in range(n_before, len(conflicts)):
                     x = conflicts[k]
@@ -415,7 +424,7 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
             idents = [t for t in ctoks if is_code_identifier(t)]
             if idents:
                 out.append(_Conflict("identifier", c_text, ""))
-            elif not cneg and 0 < sum(1 for t in ctoks if t.lower() not in OVERLAP_STOPWORDS and re.search(r"[A-Za-z]", t)) <= 2:
+            elif not cneg and 0 < sum(1 for t in ctoks if t.lower() not in OVERLAP_STOPWORDS and _LETTER.search(t)) <= 2:
                 out.append(_Conflict("term", c_text, ""))  # a dropped modifier ("the escaped pem")
         return out
     # Key=value settings
@@ -436,22 +445,18 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
     c_low = {t.lower() for t in cs.tokens}
     e_low = {t.lower() for t in es.tokens}
     cent = [
-        t
-        for t in ctoks
-        if re.fullmatch(r"[A-Z][\w'.-]*", t) and t.lower() not in OVERLAP_STOPWORDS and t.lower() not in e_low and t is not cs.tokens[0]
+        t for t in ctoks if _NAME.fullmatch(t) and t.lower() not in OVERLAP_STOPWORDS and t.lower() not in e_low and t is not cs.tokens[0]
     ]
     eent = [
-        t
-        for t in etoks
-        if re.fullmatch(r"[A-Z][\w'.-]*", t) and t.lower() not in OVERLAP_STOPWORDS and t.lower() not in c_low and t is not es.tokens[0]
+        t for t in etoks if _NAME.fullmatch(t) and t.lower() not in OVERLAP_STOPWORDS and t.lower() not in c_low and t is not es.tokens[0]
     ]
     if cent and eent:
         out.append(_Conflict("entity", " ".join(cent), " ".join(eent)))
         return out
     if cneg or eneg:
         return out
-    c_content = [t for t in ctoks if t.lower() not in OVERLAP_STOPWORDS and re.search(r"[A-Za-z]", t)]
-    e_content = [t for t in etoks if t.lower() not in OVERLAP_STOPWORDS and re.search(r"[A-Za-z]", t)]
+    c_content = [t for t in ctoks if t.lower() not in OVERLAP_STOPWORDS and _LETTER.search(t)]
+    e_content = [t for t in etoks if t.lower() not in OVERLAP_STOPWORDS and _LETTER.search(t)]
     if c_content and {stem_overlap(x) for x in c_content} != {stem_overlap(x) for x in e_content}:
         out.append(_Conflict("term", c_text, e_text))
     return out

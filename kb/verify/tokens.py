@@ -45,15 +45,17 @@ def normalize(text: str) -> str:
 
 
 _CODE_CASE = re.compile(r"[\w$@.-]+")
+_LOWER, _UPPER, _JOINT, _HUMP = re.compile(r"[a-z]"), re.compile(r"[A-Z]"), re.compile(r"[._]"), re.compile(r"[a-z][A-Z]")
 
 
+@lru_cache(maxsize=65536)  # the rules ask this of every token of every pair: few distinct tokens
 def is_code_case(tok: str) -> bool:
     """A token whose case is part of its name: camelCase (lower first, an upper later), or a
     snake/dotted name with an upper letter ("MAX_SIZE" folds: all upper; "tls.minVersion" keeps)."""
     tok = tok.strip(".-")
-    if not re.search(r"[a-z]", tok) or not re.search(r"[A-Z]", tok):
+    if not _LOWER.search(tok) or not _UPPER.search(tok):
         return False
-    return bool(re.match(r"[a-z]", tok)) or bool(re.search(r"[._]", tok) and re.search(r"[a-z][A-Z]", tok))
+    return bool(_LOWER.match(tok)) or bool(_JOINT.search(tok) and _HUMP.search(tok))
 
 
 @lru_cache(maxsize=65536)
