@@ -516,3 +516,44 @@ def test_front_matter_reads_the_same_with_either_yaml_loader():
         read_front_matter("---\nx: !!python/object/apply:os.system ['true']\n---\nbody")
     with pytest.raises(ParseError, match="malformed front matter at line 2"):
         read_front_matter("---\ntitle: a\n  bad: indentation: here\n---\nbody")
+
+
+def test_rst_table_rows_read_as_table_rows_with_their_headers():
+    """A simple table and a list-table are read as a Markdown table is: one block per body row,
+    its cells joined by " | ", the header row's cells as headers; each cell then states a fact."""
+    from kb.claims.split import split_claims
+
+    page = """Support
+=======
+
+===============  ===============
+Product version  Minimum runtime
+===============  ===============
+8.0+             3.8+
+7.1+             3.7+
+===============  ===============
+
+.. list-table:: Limits
+   :header-rows: 1
+
+   * - Name
+     - Default
+   * - ``timeout``
+     - 30 seconds
+   * - ``retries``
+     -
+
+The table ends here.
+"""
+    doc = parse_document(page.encode(), "support.rst", "/kb/support.rst")
+    check_offsets(doc)
+    rows = [(b.text, b.headers) for b in doc.blocks if b.kind == "table_row"]
+    assert rows == [
+        ("8.0+ | 3.8+", ("Product version", "Minimum runtime")),
+        ("7.1+ | 3.7+", ("Product version", "Minimum runtime")),
+        ("timeout | 30 seconds", ("Name", "Default")),
+        ("retries | -", ("Name", "Default")),
+    ]
+    assert doc.blocks[-1].text == "The table ends here."
+    texts = [c.text for c in split_claims(doc) if c.checkworthy]
+    assert "Product version 8.0+: Minimum runtime is 3.8+" in texts and "Name timeout: Default is 30 seconds" in texts

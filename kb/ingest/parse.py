@@ -111,8 +111,9 @@ def _blocks(text: str, fmt: str, body: int, mdx: bool) -> tuple[tuple[Block, ...
         blocks, first_heading = parse_html(text)
     elif fmt == "rst":
         found, first_heading = rst_blocks(text, body)
-        blocks = [Block(kind=k, start=o[0], end=o[-1] + 1, text=t, offsets=OffsetMap.from_offsets(o), section=sec, level=lv)
-                  for k, t, o, sec, lv in found]  # fmt: skip
+        blocks = [Block(kind=k, start=o[0], end=o[-1] + 1, text=t, offsets=OffsetMap.from_offsets(o), section=sec, level=lv,
+                        headers=hd)
+                  for k, t, o, sec, lv, hd in found]  # fmt: skip
         if not blocks and text[body:].strip():
             blocks, first_heading = MarkdownParser(text, body, plain=True).run()
     else:

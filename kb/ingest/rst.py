@@ -2,8 +2,10 @@
 
 docutils builds the document tree; each prose element (section title, paragraph, list-item or
 block-quote paragraph, admonition body) becomes a Block whose characters are located back in
-the source text word by word (docutils keeps line numbers, not character offsets). Literal
-blocks, comments, raw blocks, substitution definitions, tables, field lists and directives
+the source text word by word (docutils keeps line numbers, not character offsets); a table's
+body row (simple, grid, ``list-table`` or ``csv-table``) becomes a ``table_row`` block, its cells
+joined by " | " and its header row's cells as the block's headers, as a Markdown table's rows
+are. Literal blocks, comments, raw blocks, substitution definitions, field lists and directives
 docutils does not know (Sphinx's ``automodule``, ``program-output``...) never become prose.
 Sphinx roles (``:ref:``, ``:func:``...) and the roles of Sphinx extensions (``:pypi:``, ``:issue:``...)
 read as their text. Nothing is included or executed.
@@ -58,7 +60,7 @@ _SETTINGS = {
     "syntax_highlight": "none", "doctitle_xform": False, "sectsubtitle_xform": False,
 }  # fmt: skip
 _SKIP = (nodes.literal_block, nodes.comment, nodes.raw, nodes.substitution_definition, nodes.system_message,
-         nodes.table, nodes.field_list, nodes.docinfo, nodes.target, nodes.doctest_block, nodes.problematic,
+         nodes.field_list, nodes.docinfo, nodes.target, nodes.doctest_block, nodes.problematic,
          nodes.math_block, nodes.pending)  # fmt: skip
 _WORD = re.compile(r"\S+")
 _PIECE = re.compile(r"\w+|\W")
@@ -160,9 +162,13 @@ def _generated(node) -> bool:
     return isinstance(node, nodes.topic) and "contents" in node.get("classes", ())
 
 
+def _cells(row) -> list:
+    return [entry for entry in row.children if isinstance(entry, nodes.entry)]
+
+
 def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
-    """Prose of a reStructuredText document as ``(kind, text, offsets, section, level)`` tuples
-    in document order, and its title (``body``: where the text after front matter starts)."""
+    """Prose of a reStructuredText document as ``(kind, text, offsets, section, level, headers)``
+    tuples in document order, and its title (``body``: where the text after front matter starts)."""
     source = text[body:]
     _read_unknown_roles_as_text(source)
     try:
@@ -181,8 +187,37 @@ def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
         if found is None:
             return None
         t, offs = found
-        blocks.append((kind, t, offs, section, level))
+        blocks.append((kind, t, offs, section, level, ()))
         return t
+
+    def emit_table(table, section: tuple[str, ...]) -> None:
+        """Each body row as one ``table_row`` block: its cells located in the source one after
+        another and joined by " | " (an empty or unlocatable cell reads "-", so the columns
+        stay in place), with the header row's cells as headers."""
+        head = table.next_node(nodes.thead)
+        header_row = head.next_node(nodes.row) if head is not None else None
+        headers = tuple(" ".join(e.astext().split()) for e in _cells(header_row)) if header_row is not None else ()
+        for tbody in table.findall(nodes.tbody):
+            for row in tbody.children:
+                if not isinstance(row, nodes.row):
+                    continue
+                parts: list[str] = []
+                offsets: list[int] = []
+                for k, entry in enumerate(_cells(row)):
+                    visible = " ".join(entry.astext().split())
+                    found = locator.locate(visible, entry.line + body_lines if entry.line else None) if visible else None
+                    at = offsets[-1] if offsets else locator.cursor
+                    if k:
+                        parts.append(" | ")
+                        offsets.extend([at] * 3)
+                    if found is None:
+                        parts.append("-")
+                        offsets.append(at)
+                        continue
+                    parts.append(found[0])
+                    offsets.extend(found[1])
+                if any(part not in (" | ", "-") for part in parts):
+                    blocks.append(("table_row", "".join(parts), tuple(offsets), section, 0, headers))
 
     body_lines = text.count("\n", 0, body)
 
@@ -202,6 +237,8 @@ def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
                 walk(child, name, depth + 1, "paragraph")
             elif isinstance(child, nodes.title):
                 continue  # emitted with its section
+            elif isinstance(child, nodes.table):
+                emit_table(child, section)
             elif isinstance(child, (nodes.paragraph, nodes.line)):
                 emit(kind, child, section)
             elif isinstance(child, nodes.rubric):
