@@ -38,7 +38,7 @@ from kb.evidence.passages import sentence_key
 from kb.evidence.versions import STILL_STATED, states_as_written
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import added_beside
-from kb.verify.rewording import restates
+from kb.verify.rewording import code_words, restates, same_statement
 from kb.verify.slots import canonical, extract, informative_words, similarity, word_tokens
 from kb.verify.tokens import content_set
 
@@ -720,7 +720,8 @@ def _rewritten(claim: Claim, base: dict, sid: str, old, e_new: Evidence) -> Verd
 
 def _stated_nearly_as_written(claim: Claim, current) -> Evidence | None:
     """A current sentence that no rule or model reads as a refutation and that states the claim
-    nearly word for word (what retrieval calls still stated: ``STILL_STATED``). A bare line
+    nearly word for word (what retrieval calls still stated: ``STILL_STATED``) with no value,
+    negation or swapped word of its own (kb/verify/rewording.py ``same_statement``). A bare line
     ("Type: number") counts only under its own heading: elsewhere it is another entry's line."""
     key = sentence_key(claim.source_text or claim.text)
     bare = bare_line(claim)
@@ -728,7 +729,8 @@ def _stated_nearly_as_written(claim: Claim, current) -> Evidence | None:
         for e, j in items:
             if j.relation == "refutes" or (bare and not _under_its_heading(claim, e)):
                 continue
-            if key and fuzz.ratio(key, sentence_key(e.sentence or "")) >= STILL_STATED:
+            if (key and fuzz.ratio(key, sentence_key(e.sentence or "")) >= STILL_STATED
+                    and same_statement(claim.source_text or claim.text, e.sentence or "", code_words(claim.source_text))):  # fmt: skip
                 return e
     return None
 

@@ -96,7 +96,7 @@ def _content(words: list[_Word]) -> set[str]:
     return {w.key for w in words if w.part.lower() not in OVERLAP_STOPWORDS | NEGATING | SHADING_WORDS | FILLER_WORDS}
 
 
-def differing_words(wa: list[_Word], wb: list[_Word]) -> tuple[list[_Word], list[_Word], bool]:
+def differing_words(wa: list[_Word], wb: list[_Word], lone_modifier: bool = True) -> tuple[list[_Word], list[_Word], bool]:
     """The words of ``wa`` and of ``wb`` outside their longest common word sequence, and whether
     one content word was swapped for another in the same place ("loaded from the plugins folder"
     / "the extensions folder"): that names another thing, where a rewording recasts a phrase
@@ -119,7 +119,7 @@ def differing_words(wa: list[_Word], wb: list[_Word]) -> tuple[list[_Word], list
             alone |= ca | cb
     # a modifier dropped or added on its own, the rest of the sentence kept ("the escaped pem" /
     # "the pem"), narrows or widens what it is about; in a recast sentence it is part of the recast
-    return only_a, only_b, swapped or (not recast and 0 < len(alone) <= MAX_MODIFIER_WORDS)
+    return only_a, only_b, swapped or (lone_modifier and not recast and 0 < len(alone) <= MAX_MODIFIER_WORDS)
 
 
 def _holds_value(w: _Word, other: frozenset[str], code: frozenset[str], new_side: bool) -> bool:
@@ -162,6 +162,21 @@ def restated(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
     if swapped or not (only_text or only_other):
         return False
     if _negations(only_text) % 2 != _negations(only_other) % 2:
+        return False
+    keys_text, keys_other = frozenset(w.key for w in wa), frozenset(w.key for w in wb)
+    return not _value_words(only_text, keys_other, code, False) and not _value_words(only_other, keys_text, code, True)
+
+
+def same_statement(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
+    """Whether ``other``, a sentence nearly as written as ``text`` (kb.evidence.versions'
+    ``STILL_STATED``), states the same: no word that differs holds a value, the negations agree
+    and no content word is swapped for another. Words dropped or added on their own are allowed
+    here (a link's text, "(example)"): at that likeness they are notation, not a narrower claim."""
+    if not text or not other:
+        return False
+    wa, wb = _parts(text), _parts(other)
+    only_text, only_other, swapped = differing_words(wa, wb, lone_modifier=False)
+    if swapped or _negations(only_text) % 2 != _negations(only_other) % 2:
         return False
     keys_text, keys_other = frozenset(w.key for w in wa), frozenset(w.key for w in wb)
     return not _value_words(only_text, keys_other, code, False) and not _value_words(only_other, keys_text, code, True)
