@@ -340,6 +340,11 @@ Shortcode bodies are prose too.
 fmt.Println("code, not prose")
 {{< /highlight >}}
 
+{{< code-toggle file=hugo >}}
+[services]
+shortname = 'not prose'
+{{</ code-toggle >}}
+
 --8<-- "content/includes/oss-box.md"
 {!upgrade-notice.md!}
 {!> warning.md !}

@@ -24,7 +24,7 @@ _DIRECTIVE_OPTION = re.compile(r"[ \t]*:[\w-]+:(?:[ \t].*)?$")
 _INCLUDE_LINE = re.compile(r"[ \t]*(?:--8<--[ \t]+[\"'][^\"']*[\"']|\{!>?[^{}]*!\}|\{%[ \t]*include[ \t][^{}]*%\})[ \t]*$")
 _SNIPPET_BLOCK = re.compile(r"[ \t]*--8<--[ \t]*$")
 _SHORTCODE_LINE = re.compile(r"[ \t]*(?:\{\{[<%][^{}]*[%>]\}\}[ \t]*)+$")
-_SHORTCODE_CODE = re.compile(r"[ \t]*\{\{[<%][ \t]*(highlight|code|mermaid)\b[^{}]*[%>]\}\}")
+_SHORTCODE_CODE = re.compile(r"[ \t]*\{\{[<%][ \t]*((?:highlight|code|mermaid)[\w-]*)[^{}]*[%>]\}\}")
 _ATTR_LIST_LINE = re.compile(r"[ \t]*\{:?[ \t]*[.#][^{}]*\}[ \t]*$|\([\w/.:-]+\)=[ \t]*$")  # attr list; MyST target
 _MARKUP_LEADS = frozenset("!?=:`~{(-")
 # directives whose body is prose (MyST / Sphinx admonitions); any other directive is skipped
@@ -138,7 +138,9 @@ def unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tup
             out.append((s, s))
             cm = _SHORTCODE_CODE.match(line)
             if cm:
-                skip_until = re.compile(r"[ \t]*\{\{[<%][ \t]*/" + cm.group(1) + r"\b")
+                # Hugo closes as "{{< /code-toggle >}}" or "{{</ code-toggle >}}": a closing tag
+                # that is never matched would hide the rest of the page
+                skip_until = re.compile(r"[ \t]*\{\{[<%][ \t]*/[ \t]*" + re.escape(cm.group(1)) + r"(?![\w-])")
             continue
         if _SNIPPET_BLOCK.match(line):
             out.append((s, s))
