@@ -52,6 +52,9 @@ def test_release_headings_and_file_names():
     assert release_heading("v4.0.0a1")[:2] == ("4.0.0a1", None)
     assert release_heading("2.0b1")[:2] == ("2.0b1", None)
     assert release_heading("1.0.0.dev1 - 2024-01-02")[:2] == ("1.0.0.dev1", date(2024, 1, 2))
+    # a heading that names its product first is a release when a date follows the version
+    assert release_heading("acme 3.7.0 (2018-07-30)")[:2] == ("3.7.0", date(2018, 7, 30))
+    assert release_heading("Python 3.8 support") is None and release_heading("Acme v4.2.0") is None
     for name in ("CHANGELOG.md", "changes.rst", "HISTORY.md", "NEWS", "RELEASE_NOTES.md", "release-notes.md"):
         assert is_changelog(name), name
     assert not is_changelog("guide.md") and is_changelog("whatsnew.md", {"kind": "changelog"})

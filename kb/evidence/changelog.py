@@ -47,9 +47,18 @@ def is_changelog(path: str, meta: dict | None = None) -> bool:
     return bool(_NAME.fullmatch(PurePosixPath(path).name))
 
 
+# "pytest 3.7.0 (2018-07-30)": a release heading that names its product first. Only with a date
+# that reads as one, so that "Python 3.8 support" under a release is no release of its own.
+_PRODUCT = re.compile(r"[A-Za-z][\w.+-]{0,40}\s+(?=v?\d)")
+
+
 def release_heading(text: str) -> tuple[str, date | None, str] | None:
     """(version, date or None, the date text as written) of a release heading, else None."""
     m = _RELEASE.fullmatch(text.strip())
+    named = None
+    if not m:
+        named = _PRODUCT.match(text.strip())
+        m = _RELEASE.fullmatch(text.strip()[named.end() :]) if named else None
     if not m:
         return None
     raw = (m.group("date") or "").strip()
@@ -57,6 +66,8 @@ def release_heading(text: str) -> tuple[str, date | None, str] | None:
     if raw:
         iso = re.search(r"\d{4}-\d{2}-\d{2}", raw)
         day = parse_date(iso.group() if iso else raw)
+    if named and day is None:
+        return None
     return m.group("version").lstrip("vV") if m.group("version").lower() != "unreleased" else "Unreleased", day, raw
 
 
