@@ -562,3 +562,50 @@ The table ends here.
     assert doc.blocks[-1].text == "The table ends here."
     texts = [c.text for c in split_claims(doc) if c.checkworthy]
     assert "Product version 8.0+: Minimum runtime is 3.8+" in texts and "Name timeout: Default is 30 seconds" in texts
+
+
+def test_a_role_named_like_the_next_word_keeps_its_text():
+    """ ":option:`-r` option": the role's name is markup, not the word after the role, so "-r"
+    is no generated text to skip."""
+    page = "T\n=\n\nMore details on the :option:`-r` option, and the :fixture:`recwarn` fixture, are in the help.\n"
+    doc = parse(page, "t.rst")
+    check_offsets(doc)
+    assert doc.blocks[1].text == "More details on the -r option, and the recwarn fixture, are in the help."
+
+
+def test_sphinx_description_and_version_directives_keep_their_prose():
+    """``envvar``, ``confval`` and the like read as their name and body; a version, tab or
+    see-also directive as its body; a directive docutils and this list do not know stays out."""
+    page = """Reference
+=========
+
+.. envvar:: ACME_DEBUG
+
+   When set, the client prints tracing information.
+
+.. confval:: output_style
+   :type: ``str``
+   :default: ``"progress"``
+
+   Sets the console output style.
+
+.. versionchanged:: 9.0
+
+   The ``--strict`` flag sets every strictness option.
+
+.. automodule:: acme.client
+   :members:
+
+After the entries.
+"""
+    doc = parse(page, "reference.rst")
+    check_offsets(doc)
+    assert [(b.kind, b.text) for b in doc.blocks] == [
+        ("heading", "Reference"),
+        ("list_item", "ACME_DEBUG"),
+        ("paragraph", "When set, the client prints tracing information."),
+        ("list_item", "output_style"),
+        ("paragraph", "Sets the console output style."),
+        ("paragraph", "The --strict flag sets every strictness option."),
+        ("paragraph", "After the entries."),
+    ]

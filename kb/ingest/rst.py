@@ -5,8 +5,10 @@ block-quote paragraph, admonition body) becomes a Block whose characters are loc
 the source text word by word (docutils keeps line numbers, not character offsets); a table's
 body row (simple, grid, ``list-table`` or ``csv-table``) becomes a ``table_row`` block, its cells
 joined by " | " and its header row's cells as the block's headers, as a Markdown table's rows
-are. Literal blocks, comments, raw blocks, substitution definitions, field lists and directives
-docutils does not know (Sphinx's ``automodule``, ``program-output``...) never become prose.
+are. Sphinx's description directives (``envvar``, ``confval``, ``option``, ``function``...) read as
+their name (a term) and their body; its version, tab and see-also directives as
+their body. Literal blocks, comments, raw blocks, substitution definitions, field lists and
+other directives docutils does not know (``automodule``, ``program-output``...) never become prose.
 Sphinx roles (``:ref:``, ``:func:``...) and the roles of Sphinx extensions (``:pypi:``, ``:issue:``...)
 read as their text. Nothing is included or executed.
 """
@@ -17,7 +19,7 @@ import re
 
 from docutils import nodes
 from docutils.core import publish_doctree
-from docutils.parsers.rst import roles
+from docutils.parsers.rst import Directive, directives, roles
 from docutils.parsers.rst.languages import en as _rst_en
 
 _SPHINX_ROLES = ("ref", "doc", "class", "func", "meth", "mod", "attr", "obj", "data", "exc", "option",
@@ -35,6 +37,63 @@ def _xref_role(name, rawtext, text, lineno, inliner, options=None, content=None)
 for _name in _SPHINX_ROLES:
     # docutils' stubs type a role's nodes as references; any inline node is valid at run time
     roles.register_local_role(_name, _xref_role)  # pyright: ignore[reportArgumentType]
+
+
+class _AnyOption(dict):
+    """Every option a Sphinx directive may take (":type:", ":default:", ":noindex:"), as text."""
+
+    def __getitem__(self, key):
+        return directives.unchanged
+
+    def __contains__(self, key):
+        return True
+
+    def __bool__(self):  # docutils reads options only for a directive whose spec is not empty
+        return True
+
+
+class _EntryDirective(Directive):
+    """A Sphinx description (``.. envvar:: PYTEST_DEBUG``, ``.. confval:: timeout``, ``..
+    function:: fetch(url)``): its name reads as a term and its body as prose. Unknown to
+    docutils, such an entry was dropped whole, and with it a reference page's every setting.
+    Its options (":type:", ":default: 5") are not read: a bare "default: 5" line would stand
+    for no entry, every entry of the page sharing its heading."""
+
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = _AnyOption()
+
+    def run(self):
+        node = nodes.container()
+        if self.arguments:
+            term = nodes.term(self.arguments[0], self.arguments[0])
+            term.line = self.lineno
+            node += term
+        self.state.nested_parse(self.content, self.content_offset, node)
+        return [node]
+
+
+class _BodyDirective(_EntryDirective):
+    """A Sphinx container whose body is prose (``.. versionchanged:: 9.0``, ``.. tab:: toml``,
+    ``.. seealso::``): the body only; its argument is a version or a label, not a statement."""
+
+    def run(self):
+        node = nodes.container()
+        self.state.nested_parse(self.content, self.content_offset, node)
+        return [node]
+
+
+_ENTRY_DIRECTIVES = ("envvar", "confval", "option", "cmdoption", "describe", "object", "function", "class", "method",
+                     "attribute", "data", "exception", "decorator", "py:function", "py:class", "py:method",
+                     "py:attribute", "py:data", "py:exception", "py:decorator", "py:property", "std:confval")  # fmt: skip
+_BODY_DIRECTIVES = ("versionadded", "versionchanged", "deprecated", "versionremoved", "seealso", "tab", "tab-set",
+                    "tab-item", "tabs", "group-tab", "dropdown", "card", "grid", "grid-item", "grid-item-card", "only",
+                    "hlist", "glossary", "centered")  # fmt: skip
+for _name in _ENTRY_DIRECTIVES:
+    directives.register_directive(_name, _EntryDirective)
+for _name in _BODY_DIRECTIVES:
+    directives.register_directive(_name, _BodyDirective)
 
 _KNOWN_ROLES = set(_SPHINX_ROLES) | set(_rst_en.roles) | set(_rst_en.roles.values())
 # a role in use, ":pypi:`pipx`", ":issue:`3327`", ":gh:`Actions <features/actions>`"
@@ -105,7 +164,7 @@ class _Locator:
                 pieces, words_found = self._pieces(word, pos, _GAP if not offsets else _NEAR)
                 if at >= 0 and not (words_found and pieces[0][1] < at):
                     nxt = _FIRST_PIECE.search(found[i + 1].group()) if offsets and i + 1 < len(found) else None
-                    if nxt and 0 <= self._find(nxt.group(), pos, min(at, pos + _NEAR)):
+                    if nxt and self._here(nxt.group(), pos, min(at, pos + _NEAR)):
                         continue  # the next word is right here: this one is generated (a substitution's text, "PEP")
                     pieces = [(word, at)]
                 elif not pieces:
@@ -123,6 +182,14 @@ class _Locator:
             return None
         self.cursor = pos
         return "".join(out_text), tuple(offsets)
+
+    def _here(self, word: str, lo: int, hi: int) -> bool:
+        """``word`` stands between ``lo`` and ``hi`` as text, not as a role's name: in ":option:`-r`
+        option" the role's "option" before "-r" is markup, and "-r" is no generated text."""
+        at = self._find(word, lo, hi)
+        while at >= 0 and self.text[at - 1 : at] == ":" and self.text[at + len(word) : at + len(word) + 1] == ":":
+            at = self._find(word, at + 1, hi)
+        return at >= 0
 
     def _find(self, s: str, lo: int, hi: int) -> int:
         """Where ``s`` stands in the source between ``lo`` and ``hi`` as a word of its own, not
