@@ -435,9 +435,17 @@ class Verifier:
         override = self.thresholds["rules_override"]
         gate = self.thresholds["relevance_gate"]
         plan: list[tuple[str, int, Judgement | None, str]] = []
+        # the rules read a passage by its sentence, text, heading path and kind: an unchanged page
+        # hands a claim the same passage from several releases, judged once
+        ruled: dict[tuple[str, str, str, str, str | None], tuple[Judgement | None, str]] = {}
         for c in claims:
             evs = evidence.get(c.claim_id, [])
-            judged = [self.rules_judgement(c, ev) for ev in evs]
+            judged = []
+            for ev in evs:
+                key = (c.claim_id, ev.sentence, ev.passage, ev.section, ev.source_kind)
+                if key not in ruled:
+                    ruled[key] = self.rules_judgement(c, ev)
+                judged.append(ruled[key])
             if gate > 0 and evs:
                 # a source is about the claim when its top passage is, or when any of its versions
                 # has a rules judgement or enough of the claim's words: then every version of it
