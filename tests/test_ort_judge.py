@@ -127,3 +127,43 @@ def test_verifier_backend_setting(tmp_path, monkeypatch):
     assert settings.verifier_backend == "torch"
     verifier = verifier_for(settings.model_path, True, backend=settings.verifier_backend)
     assert type(verifier.model) is ModelJudge and not any(tmp_path.rglob("model.onnx"))
+
+
+def test_a_pair_met_again_in_a_later_batch_reaches_the_model_once():
+    from datetime import date
+
+    from kb.records import Claim, Evidence
+    from kb.verify import Verifier, VerifierSettings
+
+    judge, sent = load_judge(), []
+
+    class Counting:
+        def probs(self, pairs):
+            sent.append(list(pairs))
+            return judge.probs(pairs)
+
+    def batch(prefix: str, pairs: list[tuple[str, str]]):
+        claims = [Claim(claim_id=f"{prefix}{k}", doc_id="kb/page.md", version_id="v", start=0, end=len(c), source_text=c, text=c)
+                  for k, (c, _) in enumerate(pairs)]  # fmt: skip
+        evidence = {c.claim_id: [Evidence(claim_id=c.claim_id, rank=1, passage_id=f"p{k}", source_id="src.md", source_version="src.md@1",
+                                          source_date=date(2025, 1, 1), authority=1.0, passage=s, sentence=s, score_bm25=1.0,
+                                          score_dense=0.5, score_fused=0.5)]
+                    for k, (c, (_, s)) in enumerate(zip(claims, pairs))}  # fmt: skip
+        return claims, evidence
+
+    pairs = _demo_pairs()[:16]
+    verifier = Verifier(VerifierSettings())
+    verifier._model = Counting()
+    today = date(2025, 6, 1)
+    first = verifier.verify(*batch("a", pairs[:10]), today)
+    repeated = set(pairs[4:10]) & set(sent[0])
+    assert len(sent) == 1 and repeated  # the rules left pairs of the repeated claims to the model
+    # a later batch: claims of the same texts (a KB repeats sentences) against the same sentences, and new ones
+    later = verifier.verify(*batch("b", pairs[4:]), today)
+    assert len(sent) == 2 and sent[1] and not set(sent[1]) & set(sent[0])
+    # the same verdicts as a verifier that judges the later batch afresh, and as the first batch's
+    fresh = Verifier(VerifierSettings())
+    fresh._model = judge
+    alone = fresh.verify(*batch("b", pairs[4:]), today)
+    assert [(v.label, v.confidence, v.tier, v.rationale) for v in later] == [(v.label, v.confidence, v.tier, v.rationale) for v in alone]
+    assert [(v.label, v.confidence, v.rationale) for v in first[4:]] == [(v.label, v.confidence, v.rationale) for v in later[:6]]

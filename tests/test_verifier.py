@@ -286,3 +286,26 @@ def test_a_list_lead_in_states_none_of_its_items():
     changed = _ev("a", "export.md", NEW, "Exports can be written in three formats: CSV.", "Exports can be written in three formats:", 1)
     (out,) = Verifier(VerifierSettings(use_model=False)).verify([item], {"a": [changed]}, date(2025, 6, 1))
     assert out.label == "contradicted" and "number" in out.rationale, out
+
+
+def test_a_passage_unchanged_across_releases_is_ruled_once_per_claim():
+    claim = _claim("a", "It requires Python 3.6.2+ to run.")
+    sentence = NEW_PAGE.split(". ")[1]
+    mid = date(2023, 6, 1)
+    evidence = {"a": [_ev("a", "getting_started.md", NEW, NEW_PAGE, sentence, 1),
+                      _ev("a", "getting_started.md", mid, NEW_PAGE, sentence, 2),  # the page as it was a release before
+                      _ev("a", "getting_started.md", OLD, OLD_PAGE, OLD_PAGE.split(". ")[1], 3)]}  # fmt: skip
+    ruled = []
+
+    class Counting(Verifier):
+        def rules_judgement(self, claim, ev):
+            ruled.append(ev.source_version)
+            return super().rules_judgement(claim, ev)
+
+    judged = Counting(VerifierSettings(use_model=False)).judge_pairs([claim], evidence)["a"]
+    assert ruled == [f"getting_started.md@{NEW}", f"getting_started.md@{OLD}"]
+    assert judged[0] == judged[1] and judged[0].relation == "refutes" and judged[2].relation == "supports"
+    plain = Verifier(VerifierSettings(use_model=False))
+    assert [plain.rules_judgement(claim, ev)[0] for ev in evidence["a"]] == judged
+    (verdict,) = Counting(VerifierSettings(use_model=False)).verify([claim], evidence, date(2025, 6, 1))
+    assert verdict.label == "stale"

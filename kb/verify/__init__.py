@@ -244,6 +244,9 @@ DEFAULT_VERIFIER_THRESHOLDS = {
     # 0 turns it off.
     "relevance_gate": 0.35,
 }
+# Model judgements a verifier keeps for pairs met again: more than a large KB's open pairs
+# (flask's audit sends about 900 to the model), at most some 25 MB with their texts
+JUDGED_PAIRS_KEPT = 50_000
 GATED_CONFIDENCE = 0.9  # how sure a gated nei is: the model's own nei rate on such pairs, rounded down
 
 
@@ -316,6 +319,10 @@ class Verifier:
         self._model: Any = None
         self.model_error: str | None = None
         self.tier_counts: dict[str, int] = {}
+        # the model's probabilities per (claim text, sentence) already judged, and the model they
+        # are from: a pair met again in a later batch is not judged again
+        self._probs: dict[tuple[str, str], list[float]] = {}
+        self._probs_of: Any = None
         self.settled_as_written = 0  # claims settled without judging their passages (verify)
 
     # ------------------------------------------------------------------------------------
@@ -333,6 +340,12 @@ class Verifier:
                     self.model_error = f"{type(exc).__name__}: {exc}"
                     log.warning("verifier model unavailable, rules only: %s", self.model_error)
         return self._model
+
+    def _judged(self, model) -> dict[tuple[str, str], list[float]]:
+        """The pairs ``model`` has judged for this verifier (none after the model changed)."""
+        if self._probs_of is not model:
+            self._probs, self._probs_of = {}, model
+        return self._probs
 
     # ------------------------------------------------------------------------------------
     def rules_judgement(self, claim: Claim, ev: Evidence) -> tuple[Judgement | None, str]:
@@ -422,9 +435,17 @@ class Verifier:
         override = self.thresholds["rules_override"]
         gate = self.thresholds["relevance_gate"]
         plan: list[tuple[str, int, Judgement | None, str]] = []
+        # the rules read a passage by its sentence, text, heading path and kind: an unchanged page
+        # hands a claim the same passage from several releases, judged once
+        ruled: dict[tuple[str, str, str, str, str | None], tuple[Judgement | None, str]] = {}
         for c in claims:
             evs = evidence.get(c.claim_id, [])
-            judged = [self.rules_judgement(c, ev) for ev in evs]
+            judged = []
+            for ev in evs:
+                key = (c.claim_id, ev.sentence, ev.passage, ev.section, ev.source_kind)
+                if key not in ruled:
+                    ruled[key] = self.rules_judgement(c, ev)
+                judged.append(ruled[key])
             if gate > 0 and evs:
                 # a source is about the claim when its top passage is, or when any of its versions
                 # has a rules judgement or enough of the claim's words: then every version of it
@@ -446,12 +467,20 @@ class Verifier:
         probs: dict[int, list[float]] = {}
         texts = {c.claim_id: c.text for c in claims}
         if model is not None:
-            # one model row per distinct (claim, sentence): versions of a source repeat sentences
+            # one model row per distinct (claim, sentence): versions of a source repeat sentences,
+            # and claims of one text in other batches (a sentence the KB repeats) meet them again
             keys = [(texts[plan[i][0]], plan[i][3]) for i in need]
-            unique = list(dict.fromkeys(keys))
-            p = model.probs(unique)
-            row = {k: [float(x) for x in p[r]] for r, k in enumerate(unique)}
+            with _JUDGED:
+                known = self._judged(model)
+                row = {k: known[k] for k in keys if k in known}
+            unique = [k for k in dict.fromkeys(keys) if k not in row]
+            p = model.probs(unique) if unique else []
+            row.update((k, [float(x) for x in p[r]]) for r, k in enumerate(unique))
             probs = {i: row[k] for i, k in zip(need, keys)}
+            with _JUDGED:
+                known.update(row)
+                while len(known) > JUDGED_PAIRS_KEPT:  # the oldest first (dicts keep insertion order)
+                    known.pop(next(iter(known)))
         out: dict[str, list[Judgement]] = {c.claim_id: [] for c in claims}
         for i, (cid, _, rule, sentence) in enumerate(plan):
             hint = rule is None and i in probs
@@ -485,6 +514,7 @@ class Verifier:
 
 
 _LOADING = threading.Lock()  # a model judge loads once per process, whichever thread needs it first
+_JUDGED = threading.Lock()  # a verifier's judged pairs, read and added to by the threads that share it
 _BUILDING = threading.Lock()
 
 
