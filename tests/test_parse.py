@@ -574,7 +574,8 @@ def test_a_role_named_like_the_next_word_keeps_its_text():
 
 
 def test_sphinx_description_and_version_directives_keep_their_prose():
-    """``envvar``, ``confval`` and the like read as their name and body; a version, tab or
+    """``envvar``, ``confval`` and the like read as their name and body, an entry with options
+    as a table row that names it ("name output_style: default is ..."); a version, tab or
     see-also directive as its body; a directive docutils and this list do not know stays out."""
     page = """Reference
 =========
@@ -604,8 +605,13 @@ After the entries.
         ("heading", "Reference"),
         ("list_item", "ACME_DEBUG"),
         ("paragraph", "When set, the client prints tracing information."),
-        ("list_item", "output_style"),
+        ("table_row", 'output_style | str | "progress"'),
         ("paragraph", "Sets the console output style."),
         ("paragraph", "The --strict flag sets every strictness option."),
         ("paragraph", "After the entries."),
     ]
+    row = next(b for b in doc.blocks if b.kind == "table_row")
+    assert row.headers == ("name", "type", "default")
+    from kb.claims.split import split_claims
+
+    assert 'name output_style: default is "progress"' in [c.text for c in split_claims(doc)]

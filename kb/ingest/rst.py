@@ -6,7 +6,8 @@ the source text word by word (docutils keeps line numbers, not character offsets
 body row (simple, grid, ``list-table`` or ``csv-table``) becomes a ``table_row`` block, its cells
 joined by " | " and its header row's cells as the block's headers, as a Markdown table's rows
 are. Sphinx's description directives (``envvar``, ``confval``, ``option``, ``function``...) read as
-their name (a term) and their body; its version, tab and see-also directives as
+their name (a term, or with options a one-row table: "name timeout: default is 5") and their
+body; its version, tab and see-also directives as
 their body. Literal blocks, comments, raw blocks, substitution definitions, field lists and
 other directives docutils does not know (``automodule``, ``program-output``...) never become prose.
 Sphinx roles (``:ref:``, ``:func:``...) and the roles of Sphinx extensions (``:pypi:``, ``:issue:``...)
@@ -56,8 +57,9 @@ class _EntryDirective(Directive):
     """A Sphinx description (``.. envvar:: PYTEST_DEBUG``, ``.. confval:: timeout``, ``..
     function:: fetch(url)``): its name reads as a term and its body as prose. Unknown to
     docutils, such an entry was dropped whole, and with it a reference page's every setting.
-    Its options (":type:", ":default: 5") are not read: a bare "default: 5" line would stand
-    for no entry, every entry of the page sharing its heading."""
+    Its options with a value (":type: int", ":default: 5") read as one table row of the entry,
+    the name first: "name timeout: default is 5" names its entry, as a bare "default: 5" line,
+    alike under every entry of a page, would not."""
 
     optional_arguments = 1
     final_argument_whitespace = True
@@ -66,12 +68,42 @@ class _EntryDirective(Directive):
 
     def run(self):
         node = nodes.container()
-        if self.arguments:
+        fields = [(name, value) for name, value in self.options.items() if value and name not in _NO_VALUE_OPTIONS]
+        if self.arguments and fields:
+            node += self._row(self.arguments[0], fields)
+        elif self.arguments:
             term = nodes.term(self.arguments[0], self.arguments[0])
             term.line = self.lineno
             node += term
         self.state.nested_parse(self.content, self.content_offset, node)
         return [node]
+
+    def _row(self, name: str, fields: list[tuple[str, str]]):
+        """A one-row table: "name" and each option's name as headers, the entry's name and the
+        options' values (inline markup read) as cells."""
+
+        def cell(*children):
+            entry = nodes.entry()
+            entry += nodes.paragraph("", "", *children)
+            entry.line = self.lineno
+            return entry
+
+        head, body = nodes.row(), nodes.row()
+        head += cell(nodes.Text("name"))
+        body += cell(nodes.Text(name))
+        for option, value in fields:
+            shown, _ = self.state.inline_text(value, self.lineno)
+            head += cell(nodes.Text(option))
+            body += cell(*shown)
+        group = nodes.tgroup(cols=len(fields) + 1)
+        group += nodes.thead("", head)
+        group += nodes.tbody("", body)
+        return nodes.table("", group)
+
+
+# options that tune how Sphinx shows or indexes an entry: no fact of it
+_NO_VALUE_OPTIONS = frozenset("noindex no-index noindexentry no-index-entry nocontentsentry no-contents-entry module "
+                              "annotation canonical".split())  # fmt: skip
 
 
 class _BodyDirective(_EntryDirective):
