@@ -576,7 +576,8 @@ def test_a_role_named_like_the_next_word_keeps_its_text():
 def test_sphinx_description_and_version_directives_keep_their_prose():
     """``envvar``, ``confval`` and the like read as their name and body, an entry with options
     as a table row that names it ("name output_style: default is ..."); a version, tab or
-    see-also directive as its body; a directive docutils and this list do not know stays out."""
+    see-also directive, and an autodoc directive, as its body; a directive docutils and this list
+    do not know stays out."""
     page = """Reference
 =========
 
@@ -597,6 +598,12 @@ def test_sphinx_description_and_version_directives_keep_their_prose():
 .. automodule:: acme.client
    :members:
 
+.. autoclass:: Contract
+
+    .. method:: pre_process(response)
+
+        Checks the response before the callback sees it.
+
 After the entries.
 """
     doc = parse(page, "reference.rst")
@@ -608,6 +615,8 @@ After the entries.
         ("table_row", 'output_style | str | "progress"'),
         ("paragraph", "Sets the console output style."),
         ("paragraph", "The --strict flag sets every strictness option."),
+        ("list_item", "pre_process(response)"),
+        ("paragraph", "Checks the response before the callback sees it."),
         ("paragraph", "After the entries."),
     ]
     row = next(b for b in doc.blocks if b.kind == "table_row")

@@ -121,7 +121,11 @@ _ENTRY_DIRECTIVES = ("envvar", "confval", "option", "cmdoption", "describe", "ob
                      "py:attribute", "py:data", "py:exception", "py:decorator", "py:property", "std:confval")  # fmt: skip
 _BODY_DIRECTIVES = ("versionadded", "versionchanged", "deprecated", "versionremoved", "seealso", "tab", "tab-set",
                     "tab-item", "tabs", "group-tab", "dropdown", "card", "grid", "grid-item", "grid-item-card", "only",
-                    "hlist", "glossary", "centered")  # fmt: skip
+                    "hlist", "glossary", "centered",
+                    # autodoc: the docstrings are not in the docs tree, but what the page writes
+                    # inside the directive (a method described by hand) is
+                    "autoclass", "autofunction", "automethod", "autoattribute", "automodule", "autoexception",
+                    "autodata")  # fmt: skip
 for _name in _ENTRY_DIRECTIVES:
     directives.register_directive(_name, _EntryDirective)
 for _name in _BODY_DIRECTIVES:
