@@ -9,7 +9,8 @@ are. Sphinx's description directives (``envvar``, ``confval``, ``option``, ``fun
 their name (a term, or with options a one-row table: "name timeout: default is 5") and their
 body; its version, tab and see-also directives as
 their body. Literal blocks, comments, raw blocks, substitution definitions, field lists and
-other directives docutils does not know (``automodule``, ``program-output``...) never become prose.
+other directives docutils does not know (``program-output``, an extension's own...) never become prose;
+an autodoc directive reads as what the page writes inside it (its docstrings are not in the docs tree).
 Sphinx roles (``:ref:``, ``:func:``...) and the roles of Sphinx extensions (``:pypi:``, ``:issue:``...)
 read as their text. Nothing is included or executed.
 """
