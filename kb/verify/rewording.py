@@ -161,10 +161,7 @@ def restated(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
     only_text, only_other, swapped = differing_words(wa, wb)
     if swapped or not (only_text or only_other):
         return False
-    if _negations(only_text) % 2 != _negations(only_other) % 2:
-        return False
-    keys_text, keys_other = frozenset(w.key for w in wa), frozenset(w.key for w in wb)
-    return not _value_words(only_text, keys_other, code, False) and not _value_words(only_other, keys_text, code, True)
+    return _no_value_differs(wa, wb, only_text, only_other, code)
 
 
 def same_statement(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
@@ -176,7 +173,13 @@ def same_statement(text: str, other: str, code: frozenset[str] = frozenset()) ->
         return False
     wa, wb = _parts(text), _parts(other)
     only_text, only_other, swapped = differing_words(wa, wb, lone_modifier=False)
-    if swapped or _negations(only_text) % 2 != _negations(only_other) % 2:
+    return not swapped and _no_value_differs(wa, wb, only_text, only_other, code)
+
+
+def _no_value_differs(wa: list[_Word], wb: list[_Word], only_a: list[_Word], only_b: list[_Word], code: frozenset[str]) -> bool:
+    """The words that differ (``only_a`` of ``wa``, ``only_b`` of ``wb``) agree in negations and
+    hold no value on either side (``wb`` is the newer side)."""
+    if _negations(only_a) % 2 != _negations(only_b) % 2:
         return False
-    keys_text, keys_other = frozenset(w.key for w in wa), frozenset(w.key for w in wb)
-    return not _value_words(only_text, keys_other, code, False) and not _value_words(only_other, keys_text, code, True)
+    keys_a, keys_b = frozenset(w.key for w in wa), frozenset(w.key for w in wb)
+    return not _value_words(only_a, keys_b, code, False) and not _value_words(only_b, keys_a, code, True)
