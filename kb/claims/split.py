@@ -118,7 +118,8 @@ def _setting_lead(prev: Block | None, block: Block) -> str:
 
 # an entry's term at the start of its list item or definition ("`timeout`: Seconds to wait ...",
 # "**port** : The port ...", how a definition list's term and definition read as one paragraph)
-_ENTRY_TERM = re.compile(r"^\s*[*_`\"']*([A-Za-z_][\w.\[\]-]*)[*_`\"']*\s*:\s")
+ENTRY_TERM = r"[*_`\"']*([A-Za-z_][\w.\[\]-]*)[*_`\"']*\s*:"
+_ENTRY_TERM = re.compile(r"^\s*" + ENTRY_TERM + r"\s")
 
 
 def entry_term(text: str) -> str:

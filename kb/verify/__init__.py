@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from kb.claims.split import SETTING_NOTE, field_name, keyed_setting_line, setting_line, setting_option
+from kb.claims.split import ENTRY_TERM, SETTING_NOTE, field_name, keyed_setting_line, setting_line, setting_option
 from kb.claims.text import passage_sentences, sentence_spans
 from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.versions import written_key
@@ -150,7 +150,7 @@ def _entry_field(passage: str, option: str, line: str) -> str | None:
     return None
 
 
-_TERM_OPENING = re.compile(r"(?:^|(?<=[\s:]))[*_`\"']*([A-Za-z_][\w.\[\]-]*)[*_`\"']*\s*:\s+")
+_TERM_OPENING = re.compile(r"(?:^|(?<=[\s:]))" + ENTRY_TERM + r"\s+")  # an entry's term anywhere in a passage
 
 
 # A lead-in opening on one of these ("It takes instances of Limits which define:") names its subject
@@ -179,9 +179,9 @@ def is_lead_in_of(claim_text: str, sentence: str, item: str = "") -> bool:
     words = claim.split()
     if not rest or words[-len(rest) :] != rest:
         return False
-    if _same_lead(words[: -len(rest)], lead.split()):
-        return True
     claim_lead, sentence_lead = words[: -len(rest)], lead.split()
+    if _same_lead(claim_lead, sentence_lead):
+        return True
     if sentence_lead and sentence_lead[0] in _POINTING_SUBJECTS:
         sentence_lead = sentence_lead[1:]
     n = min(len(claim_lead), len(sentence_lead))
