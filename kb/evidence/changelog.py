@@ -54,11 +54,12 @@ _PRODUCT = re.compile(r"[A-Za-z][\w.+-]{0,40}\s+(?=v?\d)")
 
 def release_heading(text: str) -> tuple[str, date | None, str] | None:
     """(version, date or None, the date text as written) of a release heading, else None."""
-    m = _RELEASE.fullmatch(text.strip())
+    text = text.strip()
+    m = _RELEASE.fullmatch(text)
     named = None
     if not m:
-        named = _PRODUCT.match(text.strip())
-        m = _RELEASE.fullmatch(text.strip()[named.end() :]) if named else None
+        named = _PRODUCT.match(text)
+        m = _RELEASE.fullmatch(text[named.end() :]) if named else None
     if not m:
         return None
     raw = (m.group("date") or "").strip()

@@ -7,10 +7,10 @@ body row (simple, grid, ``list-table`` or ``csv-table``) becomes a ``table_row``
 joined by " | " and its header row's cells as the block's headers, as a Markdown table's rows
 are. Sphinx's description directives (``envvar``, ``confval``, ``option``, ``function``...) read as
 their name (a term, or with options a one-row table: "name timeout: default is 5") and their
-body; its version, tab and see-also directives as
-their body. Literal blocks, comments, raw blocks, substitution definitions, field lists and
-other directives docutils does not know (``program-output``, an extension's own...) never become prose;
-an autodoc directive reads as what the page writes inside it (its docstrings are not in the docs tree).
+body; its version, tab, see-also and autodoc directives as their body (an autodoc directive's
+docstrings are not in the docs tree; what the page writes inside it is). Literal blocks,
+comments, raw blocks, substitution definitions, field lists and other directives docutils does
+not know (``program-output``, an extension's own...) never become prose.
 Sphinx roles (``:ref:``, ``:func:``...) and the roles of Sphinx extensions (``:pypi:``, ``:issue:``...)
 read as their text. Nothing is included or executed.
 """
