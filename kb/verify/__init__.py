@@ -403,16 +403,15 @@ class Verifier:
         option says nothing of it, however alike its own "Optional, Default=..." lines are."""
         option = canonical(setting_option(claim))
         pieces = passage_sentences(ev.passage or sentence)
-        line = None
         line = _entry_field(ev.passage or sentence, option, claim.source_text) if option else None
         # a field line ("Default: 80.") is compared only with a field line of the same kind
         keyed = keyed_setting_line(claim.source_text)
-        for lead, nxt in zip(pieces, pieces[1:]):
-            if line is not None:
-                break
-            if (lead.rstrip().endswith(":") and option and canonical(lead).endswith(option)
-                    and (not keyed or _same_field(nxt, claim.source_text))):  # fmt: skip
-                line = nxt
+        if line is None and option:
+            for lead, nxt in zip(pieces, pieces[1:]):
+                if (lead.rstrip().endswith(":") and canonical(lead).endswith(option)
+                        and (not keyed or _same_field(nxt, claim.source_text))):  # fmt: skip
+                    line = nxt
+                    break
         # or named by the heading above the evidence line ("#### `peerCertURI`")
         heading = ev.section.rsplit(" > ", 1)[-1]
         if (line is None and option and canonical(heading) == option and setting_line(sentence)
