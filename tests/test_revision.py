@@ -8,6 +8,7 @@ from kb.records import Claim, Evidence
 from kb.verify import Verifier, VerifierSettings
 from kb.verify.revision import contrast
 from kb.verify.slots import extract
+from kb.verify.spelling import respelt
 
 
 def test_claim_with_the_replaced_number_follows_the_older_version():
@@ -58,6 +59,31 @@ def test_no_decision_when_the_change_is_not_about_the_claim_or_signals_disagree(
     typo = "The maintainers have been discussing the syntax in a more recent converstaion on the forum."
     assert contrast(typo, typo, typo.replace("converstaion", "conversation")) is None
     assert contrast("Pages name their langauge.", "Pages name their langauge.", "Pages name their language.") is None
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("Dealing with this state can be inconvient when writing selectors.",
+         "Dealing with this state can be inconvenient when writing selectors."),
+        ("Similar to the pattern used for defing pre-typed hooks.", "Similar to the pattern used for defining pre-typed hooks."),
+        ("Where there is no browser cache, persistance might still be a viable option.",
+         "Where there is no browser cache, persistence might still be a viable option."),
+        ("The default behaviour is to retry failed requests.", "The default behavior is to retry failed requests."),
+    ],
+)  # fmt: skip
+def test_a_word_respelt_is_no_change(older, newer):
+    assert contrast(older, older, newer) is None
+
+
+def test_two_words_or_a_name_are_not_a_typo():
+    # both are English words: another word, another fact
+    c = contrast("The cache is enabled by default.", "The cache is enabled by default.", "The cache is unable by default.")
+    assert c is not None and c.side == "older"
+    for a, b in [("enabled", "disabled"), ("project", "projector"), ("pytest", "protest"), ("site", "project"),
+                 ("tox", "box"), ("Persistance", "persistence")]:  # fmt: skip
+        assert not respelt(a, b), (a, b)
+    assert respelt("flakyness", "flakiness") and respelt("lietime", "lifetime")
 
 
 def test_years_after_and_before_are_bounds():

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from kb.verify.extension import CONDITIONS, RESTRICTIVE, _extension_kind
 from kb.verify.slots import is_code_case, normalize, word_tokens
+from kb.verify.spelling import respelt
 from kb.verify.vocabulary import NEGATIONS
 
 __all__ = ["ADDED_CONFIDENCE", "ADDED_NOTE", "added_beside"]
@@ -81,7 +82,7 @@ def misspelt(a: str, b: str) -> bool:
 
 
 def _same(a: str, b: str) -> bool:
-    return a == b or _inflection(a) == _inflection(b) or misspelt(a, b)
+    return a == b or _inflection(a) == _inflection(b) or misspelt(a, b) or respelt(a, b)
 
 
 def _tokens(text: str) -> list[str]:

@@ -44,6 +44,7 @@ from kb.verify.slots import (
     tokens_outside_quantities,
     value_distance,
 )
+from kb.verify.spelling import respelt
 
 __all__ = ["Contrast", "contrast", "apply_contrast"]
 log = logging.getLogger(__name__)
@@ -85,6 +86,10 @@ def _words(tokens: list[str]) -> set[str]:
 
 def _plain_words(slots) -> set[str]:
     return _words(tokens_outside_quantities(slots))
+
+
+def _raw_words(slots) -> set[str]:
+    return {part for t in tokens_outside_quantities(slots) for part in t.lower().split("-") if part.isalpha()}
 
 
 def about_share(claim: str, older: str, newer: str) -> float:
@@ -158,10 +163,12 @@ def _contrast(claim: str, older: str, newer: str) -> Contrast | None:
     qualified = {w for w in removed if any(a.endswith("." + w) for a in added)}
     removed -= qualified
     added = {a for a in added if not any(a.endswith("." + w) for w in qualified)}
-    # a typo fixed is the same word ("converstaion" -> "conversation")
-    fixed = {(r, a) for r in removed for a in added if misspelt(r, a)}
-    removed -= {r for r, _ in fixed}
-    added -= {a for _, a in fixed}
+    # a typo fixed is the same word ("converstaion" -> "conversation", "defing" -> "defining"):
+    # read on the words as written, since a stem ("defin") is in no dictionary
+    old_raw, new_raw = _raw_words(os_), _raw_words(ns)
+    fixed = {(r, a) for r in old_raw - new_raw for a in new_raw - old_raw if misspelt(r, a) or respelt(r, a)}
+    removed -= {stem_overlap(r) for r, _ in fixed}
+    added -= {stem_overlap(a) for _, a in fixed}
     hit_old, hit_new = removed & claim_words, added & claim_words
     if (hit_old or hit_new) and restated(older, newer):
         # the newer version says the same in other words: the words it changed hold no value
