@@ -220,6 +220,9 @@ class Evidence:
     # for an older version's sentence that the source's newest version has no counterpart of:
     # that version's rev (else its date); "" otherwise
     removed_in: str = ""
+    # the terms the newest release renamed across the corpus that this sentence states the claim
+    # with ("site>project", comma-separated); "" otherwise (kb/evidence/versions.py stated_renamed)
+    renamed: str = ""
 
     @property
     def evidence_id(self) -> str:

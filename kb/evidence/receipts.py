@@ -256,7 +256,10 @@ def verdict_digest(rows: list[Evidence]) -> str:
     version and date, sentence, counterpart, section and removal, in any row order (not the
     scores, nor the receipt)."""
     return key_of(
-        sorted((e.passage_id, e.source_version, str(e.source_date), e.sentence, e.counterpart_of, e.section, e.removed_in) for e in rows)
+        sorted(
+            (e.passage_id, e.source_version, str(e.source_date), e.sentence, e.counterpart_of, e.section, e.removed_in, e.renamed)
+            for e in rows
+        )
     )
 
 

@@ -163,6 +163,7 @@ class Retriever(SourceVersions):
         self._sentence_starts = np.zeros(0, dtype=np.int64)
         self._current: tuple[dict[str, list[int]], list[str], list[int]] | None = None  # the newest corpus's sentence keys, lazily
         self._corpus_newest: date | None = None  # the newest source date of the index, lazily
+        self._renamed: dict[str, str] | None = None  # terms the newest release renamed, lazily
 
     # ------------------------------------------------------------ index
 
@@ -173,7 +174,7 @@ class Retriever(SourceVersions):
 
     def index(self, sources: list[SourceDoc]) -> None:
         """(Re)build the index over every passage of every source version."""
-        self._current = self._corpus_newest = None
+        self._current = self._corpus_newest = self._renamed = None
         passages, sentences, p_sent, version_of, ranges, sent_ranges = [], [], [], [], [], []
         by_source: dict[str, list[int]] = {}
         texts = []
@@ -536,14 +537,14 @@ class Retriever(SourceVersions):
         return out
 
     def _evidence(self, claim_id: str, rank: int, j: int, sentence: int, bm25: float, dense: float, fused: float,
-                  counterpart_of: str = "", removed_in: str = "") -> Evidence:  # fmt: skip
+                  counterpart_of: str = "", removed_in: str = "", renamed: str = "") -> Evidence:  # fmt: skip
         """Passage ``j`` as evidence for a claim, read as its sentence ``sentence``."""
         p, s = self.passages[j], self.sentences[sentence]
         return Evidence(
             claim_id=claim_id, rank=rank, passage_id=p.passage_id, source_id=p.source_id, source_version=p.source_version,
             source_date=p.source_date, authority=p.authority, passage=p.text, sentence=s.text, score_bm25=bm25,
             score_dense=dense, score_fused=fused, counterpart_of=counterpart_of, section=" > ".join(s.section),
-            source_rev=p.source_rev, source_kind=p.source_kind, removed_in=removed_in,
+            source_rev=p.source_rev, source_kind=p.source_kind, removed_in=removed_in, renamed=renamed,
         )  # fmt: skip
 
     def _newest_source_date(self) -> date:
@@ -594,13 +595,17 @@ class Retriever(SourceVersions):
                     sentence[t] = n
                     if tag == "replaced":
                         counterpart_of[t] = self.passages[j].passage_id
-                # the newest corpus states the claim as written: that sentence is evidence, whatever ranked first
-                verbatim = self.stated_verbatim(claim)
+                # the newest corpus states the claim as written (or with the terms it renamed
+                # renamed too): that sentence is evidence, whatever ranked first
+                verbatim, renames = self.stated_verbatim(claim), ""
+                if verbatim is None and (found := self.stated_renamed(claim)) is not None:
+                    verbatim, renames = found
                 t = None if verbatim is None else self._passage_holding(verbatim)
                 if verbatim is not None and t is not None and verbatim not in sentence.values():
                     if t not in sentence:
                         chosen.insert(0, t)
                     sentence[t] = verbatim  # a chosen passage holding it reads as that sentence
+                renamed_at = {j: renames for j in chosen if renames and sentence[j] == verbatim}
                 gone_in: dict[int, str] = {}
                 for j in list(chosen):
                     gone = self.removed_in(sentence[j]) or self.passages[j].deleted_in
@@ -614,7 +619,7 @@ class Retriever(SourceVersions):
                     sentence[t] = stands
                 results[claim.claim_id] = [
                     self._evidence(claim.claim_id, rank, j, sentence[j], float(bm25[i, j]), _cosine(float(dense[i, j])),
-                                   float(fused[i, j]), counterpart_of.get(j, ""), gone_in.get(j, ""))
+                                   float(fused[i, j]), counterpart_of.get(j, ""), gone_in.get(j, ""), renamed_at.get(j, ""))
                     for rank, j in enumerate(chosen, start=1)
                 ]  # fmt: skip
             if on_batch is not None:

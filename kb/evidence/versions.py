@@ -5,6 +5,7 @@ sentence of a passage. A mixin of the Retriever, over the index it builds."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import Counter
 from difflib import SequenceMatcher
@@ -16,9 +17,12 @@ from rapidfuzz.utils import default_process
 # Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
 # passages are cut the same way.
 from kb.claims.split import entry_term, setting_option
+from kb.claims.text import stem_overlap
 from kb.evidence.bm25 import _BM25
 from kb.evidence.passages import _Span, sentence_key, tokenize
 from kb.records import Claim, Passage
+
+log = logging.getLogger(__name__)
 
 # (older, newer) sentences of a replaced run that still counts as one local edit. On docsdrift
 # (docs/labelling.md "Rewritten statements") 26 of the 35 gold stale sentences inside a replaced
@@ -35,6 +39,25 @@ VERBATIM_ANYWHERE_WORDS = 6
 # a sentence of the newest corpus at least this like an older sentence (fuzz.ratio on the
 # sentence keys) still states it: its page moved, was split or renamed, the fact did not go
 STILL_STATED = 90
+# a prose word that the newest release replaced by one other word, the rest of the sentence kept,
+# on at least this many pages is a term renamed across the docs ("site configuration" -> "project
+# configuration"): a claim with the old term states what the renamed sentence states
+MIN_RENAMED_PAGES = 3
+# words whose replacement changes what a sentence states, however many pages change alike
+# (a default flipped, a feature deprecated, "always" -> "never", "accepts" -> "requires")
+_STATE_WORDS = frozenset("""
+    not no never always only must may should can cannot required optional recommended enabled
+    disabled enable disable true false on off yes none all any some every each more less most least
+    minimum maximum lower higher older newer earlier later before after first last default
+    supported unsupported deprecated removed experimental stable beta alpha public private
+    allowed forbidden ignored accepted rejected included excluded sync async local remote
+    accept accepts require requires allow allows support supports need needs expect expects
+    will would might could shall
+""".split())  # fmt: skip
+# a prose word of a sentence key: letters only, so names with digits or separators are never renamed
+_PROSE = re.compile(r"[a-z]{3,}")
+# a word as it stands in a claim: not part of a name ("site.Params", "--site", "site_config")
+_TERM = re.compile(r"(?<![\w.\-/$@#:])[A-Za-z]+(?![\w\-/]|\.\w)")
 
 
 # a word with its inner separators: an identifier keeps them (email_validator is not email-validator)
@@ -48,6 +71,27 @@ def written_key(text: str) -> str:
     and a call's empty parentheses (``model_dump()``: notation) aside; identifiers keep their
     separators."""
     return " ".join(_WORD.findall(text.lower().replace("()", "")))
+
+
+def with_terms_renamed(text: str, renamed: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """``text`` with each prose word that ``renamed`` maps (lower case) replaced, a capital kept,
+    and the renames it took. Words inside names ("site.Params", "--site") stay."""
+    took: dict[str, str] = {}
+
+    def rename(m: re.Match) -> str:
+        word = m.group()
+        new = renamed.get(word.lower())
+        if new is None:
+            return word
+        took[word.lower()] = new
+        return new.capitalize() if word[:1].isupper() else new
+
+    return _TERM.sub(rename, text), took
+
+
+def parse_renames(renames: str) -> dict[str, str]:
+    """``Evidence.renamed`` ("site>project, sites>projects") as a mapping."""
+    return dict(pair.split(">", 1) for pair in renames.split(", ") if ">" in pair)
 
 
 def states_as_written(claim_text: str, claim_section: str, sentence: str, sentence_section: str, alone: bool = False) -> bool:
@@ -81,6 +125,7 @@ class SourceVersions:
     _headings: dict[int, dict[tuple[str, ...], list[int]]]
     _sentence_starts: np.ndarray
     _current: tuple[dict[str, list[int]], list[str], list[int]] | None
+    _renamed: dict[str, str] | None
 
     # ------------------------------------------------------------ alignment
 
@@ -222,6 +267,65 @@ class SourceVersions:
                     where.append(i)
             self._current = (exact, keys, where)
         return self._current
+
+    def renamed_terms(self) -> dict[str, str]:
+        """Prose words the newest release renamed across the corpus: old word -> new word, where
+        on at least ``MIN_RENAMED_PAGES`` sources a sentence of an older version and one of the
+        newest differ in that word alone (its other inflections count with it: "sites" ->
+        "projects" is the same rename as "site" -> "project"). Words of state (``_STATE_WORDS``)
+        are never renamed: "enabled" -> "disabled" on many pages is a change of fact."""
+        if self._renamed is not None:
+            return self._renamed
+        pages: dict[tuple[str, str], set[str]] = {}
+        spelled: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        for sid, new in self._newest_version.items():
+            a, _ = self._version_range[new]
+            if self.passages[a].deleted_in:
+                continue
+            new_keys = {sentence_key(self.sentences[i].text) for i in range(*self._version_sentences[new])}
+            old_keys = set()
+            for v in self._versions_by_source.get(sid, ()):
+                if v != new and self._older(v, new):
+                    old_keys |= {sentence_key(self.sentences[i].text) for i in range(*self._version_sentences[v])}
+            masked: dict[tuple[str, str], set[str]] = {}
+            for key in new_keys - old_keys:
+                words = key.split()
+                for i, w in enumerate(words):
+                    if _PROSE.fullmatch(w):
+                        masked.setdefault((" ".join(words[:i]), " ".join(words[i + 1 :])), set()).add(w)
+            for key in old_keys - new_keys:
+                words = key.split()
+                for i, w in enumerate(words):
+                    for n in masked.get((" ".join(words[:i]), " ".join(words[i + 1 :])), ()) if _PROSE.fullmatch(w) else ():
+                        stems = (stem_overlap(w), stem_overlap(n))
+                        if stems[0] != stems[1] and not ({w, n, *stems} & _STATE_WORDS):
+                            pages.setdefault(stems, set()).add(sid)
+                            spelled.setdefault(stems, set()).add((w, n))
+        swept = sorted(stems for stems, sids in pages.items() if len(sids) >= MIN_RENAMED_PAGES)
+        # a word renamed two ways ("option" -> "setting" here, "flag" there) is no one rename
+        ways = Counter(old for old, _ in swept)
+        self._renamed = {w: n for stems in swept if ways[stems[0]] == 1 for w, n in sorted(spelled[stems])}
+        if self._renamed:
+            log.info("terms the newest release renamed across its pages: %s", ", ".join(f"{w} -> {n}" for w, n in self._renamed.items()))
+        return self._renamed
+
+    def stated_renamed(self, claim: Claim) -> tuple[int, str] | None:
+        """A sentence of the newest corpus that states the claim as written once the terms the
+        newest release renamed (``renamed_terms``) are renamed in it too, and the renames it
+        took ("site>project"); None when there is none or the claim has no renamed term."""
+        renamed = self.renamed_terms()
+        if not renamed:
+            return None
+        text, took = with_terms_renamed(claim.source_text, renamed)
+        if not took:
+            return None
+        found = self._newest_corpus()[0].get(sentence_key(text))
+        written = [i for i in found or () if states_as_written(text, claim.section, self.sentences[i].text,
+                                                               " > ".join(self.sentences[i].section))]  # fmt: skip
+        if not written:
+            return None
+        here = [i for i in written if " > ".join(self.sentences[i].section) == claim.section]
+        return (here or written)[0], ", ".join(f"{w}>{n}" for w, n in sorted(took.items()))
 
     def stated_verbatim(self, claim: Claim) -> int | None:
         """A sentence of the newest corpus that states the claim as written (``states_as_written``);

@@ -112,6 +112,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("source_rev", _STR),  # git rev of the source version; absent in stores written before it
             ("source_kind", _STR),  # null: a page; changelog | spec; absent in older stores
             ("removed_in", _STR),  # the newest version (rev or date) that dropped this sentence; absent in older stores
+            ("renamed", _STR),  # terms renamed across the newest release that this sentence states the claim with; absent in older stores
         ]
     ),
     "verdicts": pa.schema(

@@ -33,8 +33,8 @@ from typing import Any
 from kb.claims.split import ENTRY_TERM, SETTING_NOTE, field_name, keyed_setting_line, setting_line, setting_option
 from kb.claims.text import passage_sentences, sentence_spans
 from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
-from kb.evidence.versions import written_key
-from kb.records import Claim, Evidence, Judgement, Verdict
+from kb.evidence.versions import parse_renames, with_terms_renamed, written_key
+from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import ADDED_NOTE
 from kb.verify.ort_judge import load_judge
 from kb.verify.policy import (
@@ -61,6 +61,7 @@ SETTING_CHANGED_CONFIDENCE = 0.85
 # A list's lead-in ("Two interfaces are included:") states none of the list's items, so against
 # a claim read as "lead-in: item" it is nei, sure enough that the model does not read it either.
 LEAD_IN_CONFIDENCE = 0.9
+RENAMED_NOTE = "the claim with the terms the newest release renamed across its pages"
 LEAD_IN_NOTE = "the sentence is the lead-in of the claim's list: it states none of the items"
 # A table cell is read with its row's key ("Shell Bash: Windows is yes") and its place in the row.
 # A row whose first cell is another key is about another entry and says nothing of the cell,
@@ -370,6 +371,12 @@ class Verifier:
         texts += [bare for t in texts if (bare := ISSUE_LABEL.sub("", t, count=1)) != t and bare.strip()]
         # nor does a history note it ends with ("... . Since v1.19"): a release may move it elsewhere
         texts += [bare for t in texts if (bare := without_history_note(t)) != t and bare.strip()]
+        # the sentence states the claim once the terms the newest release renamed across the
+        # corpus are renamed in it too ("site configuration" -> "project configuration")
+        renamed = {len(texts) + k for k in range(len(texts))} if ev.renamed else set()
+        if ev.renamed:
+            renames = parse_renames(ev.renamed)
+            texts += [with_terms_renamed(t, renames)[0] for t in texts]
         cands = [sentence]
         if ev.passage and self.settings.max_extra_sentences:
             cw = set(content_words(word_tokens(claim.text)))
@@ -385,11 +392,15 @@ class Verifier:
                 if _rank(j) > _rank(best):
                     best, best_sentence = j, s
                 continue
-            for t in texts:
+            for n, t in enumerate(texts):
                 j = judge_rules(t, s)
                 if (j is not None and j.relation == "supports" and t is not texts[0] and j.confidence < 0.95
                         and not j.rationale.startswith(ADDED_NOTE)):  # fmt: skip
                     continue  # the bare source text counts only when it matches verbatim, or with words added
+                if j is not None and n in renamed:
+                    if j.relation != "supports":
+                        continue  # the renamed text is read for what still states it, nothing else
+                    j = replaced(j, rationale=f"{RENAMED_NOTE} ({ev.renamed.replace('>', ' -> ')}): {j.rationale}")
                 if _rank(j) > _rank(best):
                     best, best_sentence = j, s
                 if best is not None and best.relation == "supports" and best.confidence >= 0.97:
@@ -436,12 +447,12 @@ class Verifier:
         plan: list[tuple[str, int, Judgement | None, str]] = []
         # the rules read a passage by its sentence, text, heading path and kind: an unchanged page
         # hands a claim the same passage from several releases, judged once
-        ruled: dict[tuple[str, str, str, str, str | None], tuple[Judgement | None, str]] = {}
+        ruled: dict[tuple[str, str, str, str, str | None, str], tuple[Judgement | None, str]] = {}
         for c in claims:
             evs = evidence.get(c.claim_id, [])
             judged = []
             for ev in evs:
-                key = (c.claim_id, ev.sentence, ev.passage, ev.section, ev.source_kind)
+                key = (c.claim_id, ev.sentence, ev.passage, ev.section, ev.source_kind, ev.renamed)
                 if key not in ruled:
                     ruled[key] = self.rules_judgement(c, ev)
                 judged.append(ruled[key])

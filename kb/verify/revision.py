@@ -23,11 +23,12 @@ Deterministic; the labelling itself stays in :mod:`kb.verify.policy`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
+from kb.evidence.versions import parse_renames
 from kb.records import Judgement
 from kb.verify.additions import misspelt
 from kb.verify.policy import newest_dates
@@ -105,16 +106,18 @@ def _in_span(q: Quantity, lo: int, hi: int) -> bool:
     return q.start < hi and q.end > lo
 
 
-def contrast(claim: str, older: str, newer: str) -> Contrast | None:
-    """Which version the claim follows where the two versions differ; None when undecided."""
+def contrast(claim: str, older: str, newer: str, renamed: Mapping[str, str] | None = None) -> Contrast | None:
+    """Which version the claim follows where the two versions differ; None when undecided.
+    ``renamed``: terms the newest release renamed across its pages (old word -> new word), which
+    are the same word in both versions."""
     try:
-        return _contrast(claim, older, newer)
+        return _contrast(claim, older, newer, renamed or {})
     except (ValueError, IndexError, TypeError, OverflowError, RecursionError) as exc:  # odd input: abstain
         log.debug("revision contrast abstains on %r: %s", claim[:80], exc)
         return None
 
 
-def _contrast(claim: str, older: str, newer: str) -> Contrast | None:
+def _contrast(claim: str, older: str, newer: str, renamed: Mapping[str, str]) -> Contrast | None:
     cs, os_, ns = extract(claim), extract(older), extract(newer)
     ot = [_norm(t) for t in os_.tokens]
     nt = [_norm(t) for t in ns.tokens]
@@ -166,7 +169,7 @@ def _contrast(claim: str, older: str, newer: str) -> Contrast | None:
     # a typo fixed is the same word ("converstaion" -> "conversation", "defing" -> "defining"):
     # read on the words as written, since a stem ("defin") is in no dictionary
     old_raw, new_raw = _raw_words(os_), _raw_words(ns)
-    fixed = {(r, a) for r in old_raw - new_raw for a in new_raw - old_raw if misspelt(r, a) or respelt(r, a)}
+    fixed = {(r, a) for r in old_raw - new_raw for a in new_raw - old_raw if misspelt(r, a) or respelt(r, a) or renamed.get(r) == a}
     removed -= {stem_overlap(r) for r, _ in fixed}
     added -= {stem_overlap(a) for _, a in fixed}
     hit_old, hit_new = removed & claim_words, added & claim_words
@@ -201,6 +204,9 @@ def apply_contrast(claim_text: str, evidence, judgements, keep_above: float = 0.
 
     out = list(judgements)
     newest = newest_dates(evidence)  # an undated passage is never "the older version" below
+    # a term renamed across the newest release (a newest sentence states the claim with it
+    # renamed) is the same word wherever else the two versions differ in it
+    renamed = {w: n for e in evidence if e.renamed for w, n in parse_renames(e.renamed).items()}
     # a source whose newest version still states the claim (a sure rules support, or the claim
     # word for word in one of its passages) has not changed it, whatever else changed nearby
     claim_key = canonical(claim_text)
@@ -233,7 +239,7 @@ def apply_contrast(claim_text: str, evidence, judgements, keep_above: float = 0.
         sided = any(j.relation != "nei" and j.confidence >= 0.5 for j in (judgements[i], judgements[k]))
         if share == 0 or (share < MIN_ABOUT_SHARE and not sided):
             continue
-        c = contrast(claim_text, old_text, new_text)
+        c = contrast(claim_text, old_text, new_text, renamed)
         if c is None:
             continue
         (win, win_value), (lose, lose_value) = ((i, c.old_value), (k, c.new_value))[:: 1 if c.side == "older" else -1]

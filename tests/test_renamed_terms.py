@@ -1,0 +1,75 @@
+"""A term the newest release renamed across its pages ("site configuration" -> "project
+configuration") is no change of fact; a state word changed on as many pages still is."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from kb.chain import run_audit
+from kb.config import Settings
+from kb.evidence.versions import with_terms_renamed
+from tests.test_git_sources import make_repo, release
+
+PAGES = {
+    "docs/urls.md": "# URLs\n\nThe path is relative to the baseURL in your site configuration.\n\n"
+    "Set the port in the server block of the file when you need another one.\n",
+    "docs/i18n.md": "# Translations\n\nTo render placeholders for missing translations, set the placeholder option in your "
+    "site configuration.\n\nThe counter is global for both monolingual and multilingual sites.\n",
+    "docs/pager.md": "# Pager\n\nThe number of pages per pager falls back to the pager size as defined in your site "
+    "configuration.\n\nThe pager is enabled by default for every list page of the theme.\n",
+    "docs/deploy.md": "# Deploy\n\nImport a site from another system with the import command of the tool.\n\n"
+    "The upload cache is enabled by default for every target that the deploy command knows.\n",
+    "docs/cli.md": "# CLI\n\nThe path is relative to the baseURL in your site configuration.\n\n"
+    "The build command writes the output to the public folder of the working directory.\n",
+    "docs/cache.md": "# Cache\n\nThe download cache is enabled by default for every module that the build reads.\n\n"
+    "The image cache is enabled by default for every image that the build processes.\n",
+}
+
+
+def _newer(text: str) -> str:
+    return (
+        text.replace("site configuration", "project configuration")
+        .replace("multilingual sites", "multilingual projects")
+        .replace("Import a site", "Import a project")
+        .replace("enabled by default", "disabled by default")
+    )
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("renamed")
+    repo = make_repo(root, "product")
+    release(repo, "v1.0.0", "2024-01-10", dict(PAGES))
+    release(repo, "v1.1.0", "2024-06-10", {path: _newer(text) for path, text in PAGES.items()})
+    clone = root / "clone.git"
+    subprocess.run(["git", "clone", "--quiet", "--bare", str(repo), str(clone)], check=True)
+    return clone
+
+
+def test_a_term_renamed_across_pages_is_supported_and_a_state_changed_across_pages_is_not(history, tmp_path):
+    settings = Settings(docs=f"git:{history}@v1.0.0:docs", sources=[f"git:{history}@v1.0.0,v1.1.0:docs"],
+                        today=date(2024, 6, 10), depth="D1", full=True).validate()  # fmt: skip
+    result = run_audit(settings, cache_dir=tmp_path / "cache")
+    verdicts = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    renamed = verdicts["The path is relative to the baseURL in your site configuration."]
+    assert renamed.label == "supported", renamed
+    assert "project configuration" in (renamed.evidence_sentence or ""), renamed
+    assert "renamed" in renamed.rationale and "site -> project" in renamed.rationale, renamed
+    # the same sentence on another page, older and newer, is no vote against it
+    repeated = [v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id and "baseURL" in c.source_text]
+    assert len(repeated) == 2 and all(v.label == "supported" for v in repeated), repeated
+    plural = verdicts["The counter is global for both monolingual and multilingual sites."]
+    assert plural.label == "supported", plural
+    # five pages flipped a default alike: that is a change of fact on each, not a rename
+    flipped = verdicts["The download cache is enabled by default for every module that the build reads."]
+    assert flipped.label in ("stale", "contradicted"), flipped
+
+
+def test_a_name_is_not_renamed_with_the_word():
+    text, took = with_terms_renamed("Read site.Params or pass --site to change the Site title.", {"site": "project"})
+    assert text == "Read site.Params or pass --site to change the Project title."
+    assert took == {"site": "project"}
