@@ -81,3 +81,26 @@ def test_a_last_cell_of_two_sentences_is_read_whole(tmp_path):
     verdicts = _audit(tmp_path / "gone", table, table.replace(" Default for terminal output", ""))
     gone = [v for text, v in verdicts.items() if "Default for terminal output" in text]
     assert gone and all(v.label != "supported" for v in gone), gone
+
+
+EMOJIS = """# Emojis
+
+| | ico | shortcode | ico | shortcode | |
+| --- | --- | --- | --- | --- | --- |
+| top | :grinning: | `:grinning:` | :smiley: | `:smiley:` | top |
+| top | :smile: | `:smile:` | :grin: | `:grin:` | top |
+| top | :no_mouth: | `:no_mouth:` | :hugs: | `:hugs:` | top |
+"""
+
+
+def test_a_first_cell_on_every_row_names_no_entry(tmp_path):
+    # a row inserted before shifts the cells: each value still stands in a row of the table
+    shifted = EMOJIS.replace(":grin: | `:grin:`", ":face_exhaling: | `:face_exhaling:`").replace(
+        ":no_mouth: | `:no_mouth:` | :hugs: | `:hugs:`", ":hugs: | `:hugs:` | :no_mouth: | `:no_mouth:`"
+    )
+    verdicts = _audit(tmp_path, EMOJIS, shifted)
+    for kept in ("top: ico is :no_mouth:", "top: shortcode is :hugs:", "top: ico is :smile:"):
+        assert verdicts[kept].label == "supported", verdicts[kept]
+    # a value gone from the rows in view is not pinned on a neighbour's row
+    gone = verdicts["top: ico is :grin:"]
+    assert gone.label == "uncertain" and ":face_exhaling:" not in gone.rationale, gone

@@ -112,6 +112,12 @@ def table_judgement(claim: Claim, sentence: str, passage: str = "", section: str
     # a history note the cell ended with ("... . Since v1.19") moved out of it or went: no change
     if written_key(now) in (value, written_key(without_history_note(claim.source_text))):
         return Judgement("supports", SAME_ROW_CONFIDENCE, "rules", "the entry's own row holds the value in its place")
+    if len(re.findall(rf"(?:^|\s){re.escape(cells[0])} \| ", passage)) > 1:
+        # the first cell names no one entry (a "top" link on every row of an emoji table): the row
+        # in view need not be the claim's, and the value in any cell of those rows still stands
+        if any(written_key(c) == value for c in passage.split(" | ")):
+            return Judgement("supports", OTHER_ROW_CONFIDENCE, "rules", "a row of the same first cell still holds the value")
+        return Judgement("nei", OTHER_ROW_CONFIDENCE, "rules", f"{OTHER_ROW_NOTE} (many rows begin {cells[0]!r})")
     if column == width and written_key(now) and value.startswith(written_key(now) + " "):
         # the row was cut where its last cell's first sentence ends ("Disables output processing."
         # of "Disables output processing. Default for redirected output"): the passage goes on
