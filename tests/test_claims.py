@@ -10,6 +10,7 @@ import pytest
 from bench.claims import evaluate, load_expected, predict, throughput
 from kb.claims.split import ClaimSettings, split_claims
 from kb.claims.text import sentence_spans
+from kb.claims.units import LEAD_IN_ATTACHED
 from kb.ingest.parse import parse_document
 
 FIXTURE = Path(__file__).parent / "fixtures" / "claims"
@@ -365,3 +366,48 @@ def test_instructions_that_name_a_command_flag_version_or_option_are_checked(sen
 def test_the_time_window_is_for_claims_about_the_world(sentence, ts):
     _, claims = claims_of(f"# Notes\n\n{sentence}\n")
     assert claims[1].time_sensitive is ts
+
+
+def test_an_object_literal_item_is_one_claim():
+    # Docusaurus page (RTK Query "Automated Re-fetching"): a list of tag arrays under a lead-in
+    _, claims = claims_of(
+        "Endpoints whose data `provided` the following tags would _not_ have their data invalidated:\n\n"
+        "- `['User']`\n- `[{ type: 'User', id: 1 }]`\n- `[{ type: 'User', id: 1 }, { type: 'User', id: 'LIST' }]`\n",
+        "automated-refetching.mdx",
+    )
+    lead = "Endpoints whose data provided the following tags would not have their data invalidated"
+    assert [c.text for c in claims if c.checkworthy] == [
+        f"{lead}: ['User']",
+        f"{lead}: [{{ type: 'User', id: 1 }}]",
+        f"{lead}: [{{ type: 'User', id: 1 }}, {{ type: 'User', id: 'LIST' }}]",
+    ]
+
+
+def test_a_conditional_sentence_keeps_its_condition_on_every_part():
+    # RTK Query "Usage With TypeScript": "If ..., then A, and B" is one rule; a cut left "B" alone
+    text = (
+        "- If `query` has an optional parameter, then a union type with the type of parameter, and `void` has to be "
+        "provided, e.g. `number | void`.\n\n"
+        "If it is not a draft, the method will pass the plain JS value to Immer's `createNextState()`, and return the "
+        "immutably updated result value.\n"
+    )
+    _, claims = claims_of(text, "usage-with-typescript.mdx")
+    assert [c.text for c in claims] == [
+        "If query has an optional parameter, then a union type with the type of parameter, and void has to be "
+        "provided, e.g. number | void.",
+        "If it is not a draft, the method will pass the plain JS value to Immer's createNextState(), and return the "
+        "immutably updated result value.",
+    ]
+
+
+def test_the_clauses_of_a_split_list_item_are_read_as_items():
+    # Redux Toolkit "createEntityAdapter": each clause of an entry keeps the entry's term and is a list item claim
+    _, claims = claims_of(
+        "The primary content of an entity adapter is a set of generated reducer functions:\n\n"
+        "- `addMany`: accepts an array of entities, and adds them if not already present.\n",
+        "createEntityAdapter.mdx",
+    )
+    items = {c.source_text: c for c in claims if c.checkworthy}
+    assert set(items) == {"addMany: accepts an array of entities", "adds them if not already present."}
+    assert items["adds them if not already present."].text.endswith(": addMany: adds them if not already present.")
+    assert {c.reason for c in items.values()} == {LEAD_IN_ATTACHED}

@@ -287,3 +287,75 @@ def test_a_renamed_row_still_reads_as_a_change(tmp_path):
     kept = next(v for c, v in verdict.items() if "preset-vaapi" in c and "Usage" in c)
     assert renamed.label == "stale", renamed
     assert kept.label == "supported", kept
+
+
+# Redux Toolkit "createEntityAdapter" (Docusaurus): entries whose clauses read alike
+CRUD = """# createEntityAdapter
+
+## Return Value
+
+### CRUD Functions
+
+The primary content of an entity adapter is a set of generated reducer functions for adding, updating, and removing entity instances from an entity state object:
+
+- `addOne`: accepts a single entity, and adds it if it's not already present.
+- `addMany`: accepts an array of entities or an object in the shape of `Record<EntityId, T>`, and adds them if not already present.
+- `setOne`: accepts a single entity and adds or replaces it
+- `setMany`: accepts an array of entities or an object in the shape of `Record<EntityId, T>`, and adds or replaces them.
+- `removeOne`: accepts a single entity ID value, and removes the entity with that ID if it exists.
+- `removeMany`: accepts an array of entity ID values, and removes each entity with those IDs if they exist.
+- `removeAll`: removes all entities from the entity state object.
+- `updateMany`: accepts an array of update objects, and performs shallow updates on all corresponding entities.
+"""
+
+
+def test_another_entrys_line_of_a_list_refutes_no_entry(tmp_path):
+    new = CRUD + "\nEach method has a signature that looks like `(state, argument) => newState`.\n"
+    verdicts = _audit(tmp_path, "createEntityAdapter.mdx", CRUD, new)
+    items = {text.split("entity state object: ", 1)[1]: v for text, v in verdicts.items() if "entity state object: " in text}
+    assert len(items) == 14
+    for text, v in items.items():
+        assert v.label not in ("stale", "contradicted"), (text, v)
+    # an entry whose own line stands as it was is supported by that line
+    for text in ("removeMany: accepts an array of entity ID values", "addMany: adds them if not already present.",
+                 "updateMany: accepts an array of update objects"):  # fmt: skip
+        assert items[text].label == "supported", (text, items[text])
+
+
+# RTK Query "Automated Re-fetching": lists of the same items under one heading, told apart by their lead-ins
+TAG_LISTS = """# Automated Re-fetching
+
+### Specific tag
+
+Example 1:
+If a specific tag of `{ type: 'Post', id: 1 }` was invalidated, endpoints whose data `provided` the following tags would all have their data invalidated:
+
+- `[{ type: 'Post', id: 1 }]`
+- `[{ type: 'Post', id: 1 }, { type: 'Post', id: 'LIST' }]`
+
+Endpoints whose data `provided` the following tags would _not_ have their data invalidated:
+
+- `['Post']`
+- `[{ type: 'User', id: 1 }]`
+- `[{ type: 'User', id: 'LIST' }]`
+
+Example 2:
+If a specific tag of `{ type: 'Post', id: 'LIST' }` was invalidated, endpoints whose data `provided` the following tags would all have their data invalidated:
+
+- `[{ type: 'Post', id: 'LIST' }]`
+- `[{ type: 'Post', id: 1 }, { type: 'Post', id: 'LIST' }]`
+
+Endpoints whose data `provided` the following tags would _not_ have their data invalidated:
+
+- `['Post']`
+- `[{ type: 'User', id: 1 }]`
+"""
+
+
+def test_another_lists_lead_in_under_the_same_heading_refutes_no_item(tmp_path):
+    new = TAG_LISTS + "\nTags are compared by type first.\n"
+    verdicts = _audit(tmp_path, "automated-refetching.mdx", TAG_LISTS, new)
+    items = {text: v for text, v in verdicts.items() if text.endswith("]")}
+    assert len(items) == 7  # nine items, two of them in both "not" lists
+    for text, v in items.items():
+        assert v.label not in ("stale", "contradicted"), (text, v)

@@ -624,3 +624,46 @@ After the entries.
     from kb.claims.split import split_claims
 
     assert 'name output_style: default is "progress"' in [c.text for c in split_claims(doc)]
+
+
+# Docusaurus page (RTK Query "Automated Re-fetching"): a JSX table whose cells hold JSX string expressions
+MDX_JSX_TABLE = """# Tags
+
+<table>
+  <thead>
+    <tr>
+      <th>Provided<br />Invalidated</th>
+      <th>
+        <div>Specific tag A1</div>
+        <div style={{ fontWeight: 'normal', fontSize: '0.9rem' }}>
+          {"[{ type: 'Post',"}
+          <br />
+          {' id: 1 }]'}
+        </div>
+      </th>
+    </tr>
+  </thead>
+  <tbody>
+    <tr>
+      <td>
+        <div style={{ fontWeight: 'bold' }}>General tag A</div>
+        <div style={{ fontSize: '0.9rem' }}>
+          {"['Post'] / [{ type: 'Post' }]"}
+        </div>
+      </td>
+      <td>✔️</td>
+    </tr>
+  </tbody>
+</table>
+"""
+
+
+def test_mdx_jsx_string_expressions_read_as_their_text():
+    doc = parse(MDX_JSX_TABLE, "automated-refetching.mdx")
+    (row,) = [b for b in doc.blocks if b.kind == "table_row"]
+    assert row.headers == ("Provided Invalidated", "Specific tag A1 [{ type: 'Post', id: 1 }]")
+    assert row.text == "General tag A ['Post'] / [{ type: 'Post' }] | ✔️"
+    check_offsets(doc)
+    # in a Markdown page they are text as written
+    (html_row,) = [b for b in parse(MDX_JSX_TABLE, "automated-refetching.md").blocks if b.kind == "table_row"]
+    assert html_row.text.startswith('General tag A {"')

@@ -122,6 +122,11 @@ ENTRY_TERM = r"[*_`\"']*([A-Za-z_][\w.\[\]-]*)[*_`\"']*\s*:"
 _ENTRY_TERM = re.compile(r"^\s*" + ENTRY_TERM + r"\s")
 
 
+def code_like(name: str) -> bool:
+    """A name written as code ("setMany", "tls.minVersion", "max_line_length"), not a word."""
+    return _OPTION_NAME.fullmatch(name) is not None
+
+
 def entry_term(text: str) -> str:
     """The option or field an entry's text opens with ("timeout" of "timeout : Seconds to wait"),
     "" when it opens on no such name. A capitalised word ("Note: ...") is no entry's term."""

@@ -33,6 +33,7 @@ _SEMI = re.compile(r";\s+")
 _COLON_LIST = re.compile(r"^(?P<lead>[^:]{2,80}?):\s+(?P<items>.+?)[.]?$")
 _LIST_SEP = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
 _AND = re.compile(r",\s+(?:and\s+)?|\s+and\s+")
+_CONDITION = re.compile(r"(?:if|unless|when|whenever|once|while)\b", re.I)
 
 VERB_WORDS = frozenset(
     """
@@ -134,6 +135,8 @@ def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
     (a shared subject is copied); "Buckets are private and access must be enabled" -> two
     independent clauses (each with its own subject).
     """
+    if _CONDITION.match(text):
+        return []  # "If X, then A, and B": the condition holds for both parts; a cut drops it from B
     cuts: list[tuple[int, int, str]] = []  # (left end, right start, prefix for the right part)
     piece_start = 0
     first_and = text.find(" and ")
@@ -225,6 +228,8 @@ def _units_for_sentence(text: str, s: int, e: int, settings: ClaimSettings) -> l
         ps = s + a
         # "Lead: a, b and c" -> one claim per item
         cm = _COLON_LIST.match(piece) if ":" in piece and "://" not in piece and len(piece) <= _MAX_ENUM_CHARS else None
+        if cm and _bracketed(piece)[cm.end("lead")]:
+            cm = None  # "[{ type: 'Post', id: 1 }]": a colon inside an object literal leads no list
         if cm:
             items_text = cm.group("items")
             items = _enumeration(items_text)
@@ -311,7 +316,8 @@ def _block_units(block: Block, settings: ClaimSettings, lead_in: str = "") -> li
         for u in units:
             u.text = f"{lead}: {u.text}"
             u.has_context = True
-            u.note = u.note or LEAD_IN_ATTACHED
+            # a clause of a split item is read with the lead-in too, and judged as an item is
+            u.note = LEAD_IN_ATTACHED
     return units
 
 

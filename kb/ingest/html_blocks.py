@@ -78,6 +78,9 @@ _MAX_TAG = 4096  # a start tag longer than this (attributes included) is read as
 _RAW_TEXT = {"script", "style", "title", "textarea", "xmp", "iframe", "noembed", "noframes", "plaintext"}
 _RAW_CLOSE: dict[str, re.Pattern] = {t: re.compile(rf"</{t}\s*>", re.I) for t in _RAW_TEXT}
 _TEMPLATE_ACTION = re.compile(r"\{\{.{0,2000}?\}\}|\{%.{0,2000}?%\}", re.S)
+# MDX: a JSX expression holding one string literal, ``{"[{ type: 'Post' }]"}``, ``{' '}``, renders
+# as the string: the braces and quotes are JavaScript, the string is the page's text
+_JSX_STRING = re.compile(r"""\{[ \t]*(?:"([^"\\\n]{0,2000})"|'([^'\\\n]{0,2000})')[ \t]*\}""")
 _ENTITY_ANY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
 
 
@@ -88,8 +91,9 @@ class _HTMLBlocks:
     is not used: a hostile page must not hang a nightly run.)
     """
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, mdx: bool = False):
         self.src = text
+        self.mdx = mdx
         self.at = 0  # document offset of the token being handled
         self.blocks: list[Block] = []
         self.section: list[tuple[int, str]] = []
@@ -309,7 +313,24 @@ def _html_data(p: _HTMLBlocks, text: str, a: int, b: int) -> None:
     pos = a
     for m in _TEMPLATE_ACTION.finditer(text, a, b):
         if m.start() > pos:
+            _jsx_text(p, text, pos, m.start())
+        pos = m.end()
+    if pos < b:
+        _jsx_text(p, text, pos, b)
+
+
+def _jsx_text(p: _HTMLBlocks, text: str, a: int, b: int) -> None:
+    """Hand text[a:b] to the collector; in MDX, a JSX string expression as its string."""
+    if not p.mdx:
+        _html_text(p, text, a, b)
+        return
+    pos = a
+    for m in _JSX_STRING.finditer(text, a, b):
+        if m.start() > pos:
             _html_text(p, text, pos, m.start())
+        g = 1 if m.group(1) is not None else 2
+        if m.end(g) > m.start(g):
+            _html_text(p, text, m.start(g), m.end(g))
         pos = m.end()
     if pos < b:
         _html_text(p, text, pos, b)
@@ -395,11 +416,12 @@ def _tokenize_html(p: _HTMLBlocks, text: str, start: int = 0, end: int | None = 
         _html_data(p, text, ds, n)
 
 
-def html_block(text: str, start: int, end: int, section: list[tuple[int, str]]) -> list[Block]:
+def html_block(text: str, start: int, end: int, section: list[tuple[int, str]], mdx: bool = False) -> list[Block]:
     """The prose blocks of an HTML block inside a Markdown page (``text[start:end]``), under the
     page's current section: a definition list of a generated CLI reference reads as one item per
-    term and per definition, as it does in an HTML page, not as one run of text."""
-    p = _HTMLBlocks(text)
+    term and per definition, as it does in an HTML page, not as one run of text. ``mdx``: the
+    page is MDX, whose JSX string expressions are text."""
+    p = _HTMLBlocks(text, mdx)
     p.section = list(section)
     _tokenize_html(p, text, start, end)
     p._end_row()

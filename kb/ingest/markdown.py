@@ -415,7 +415,7 @@ class MarkdownParser:
                 j = i
                 while j + 1 < nlines and text[lines[j + 1][0] : lines[j + 1][1]].strip():
                     j += 1
-                for block in html_block(text, s, lines[j][1], self.section):
+                for block in html_block(text, s, lines[j][1], self.section, self.mdx):
                     self.blocks.append(block)
                     self.last_block_kind = block.kind
                 self.last_para_text = ""

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from kb.claims.split import ENTRY_TERM, SETTING_NOTE, field_name, keyed_setting_line, setting_line, setting_option
+from kb.claims.split import ENTRY_TERM, SETTING_NOTE, code_like, entry_term, field_name, keyed_setting_line, setting_line, setting_option
 from kb.claims.text import passage_sentences, sentence_spans
 from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.versions import parse_renames, with_terms_renamed, written_key
@@ -45,6 +45,7 @@ from kb.verify.policy import (
     decide,
     document_status,
     entries_elsewhere,
+    newest_dates,
     settled_as_written,
     without_history_note,
 )
@@ -63,6 +64,12 @@ SETTING_CHANGED_CONFIDENCE = 0.85
 LEAD_IN_CONFIDENCE = 0.9
 RENAMED_NOTE = "the claim with the terms the newest release renamed across its pages"
 LEAD_IN_NOTE = "the sentence is the lead-in of the claim's list: it states none of the items"
+# A list item that opens on its entry's term ("removeMany: accepts an array of IDs") is about that
+# entry: another entry's line of the list ("addOne: accepts a single entity") states nothing of it,
+# however alike the two read, sure enough that the model does not read it either.
+OTHER_ENTRY_CONFIDENCE = 0.9
+OTHER_ENTRY_NOTE = "the line is about another entry of the list"
+OTHER_LIST_NOTE = "the sentence is the lead-in of another list, beside the claim's own"
 # A table cell is read with its row's key ("Shell Bash: Windows is yes") and its place in the row.
 # A row whose first cell is another key is about another entry and says nothing of the cell,
 # sure enough that the model does not read it. The entry's own row, as wide as the KB's, holds the
@@ -158,6 +165,51 @@ def _entry_field(passage: str, option: str, line: str) -> str | None:
 
 
 _TERM_OPENING = re.compile(r"(?:^|(?<=[\s:]))" + ENTRY_TERM + r"\s+")  # an entry's term anywhere in a passage
+_TERM_CLOSING = re.compile(r"(?:^|(?<=\s))" + ENTRY_TERM + r"\s+$")  # the term a clause of an entry follows
+
+
+def _opens_entry(sentence: str, m: re.Match) -> bool:
+    """Whether the term at ``m`` opens an entry: at the sentence's start or after a sentence's or
+    lead-in's end ("...: addOne: ..."), or, a code-like name ("setMany"), after an item that
+    ended without a stop. A plain word inside prose ("The default pool: 'forks' ...") opens none."""
+    before = sentence[: m.start()].rstrip()
+    return not before or before[-1] in ":.;!?" or code_like(m.group(1))
+
+
+def _entry_line(sentence: str, own: str) -> str | None:
+    """The part of ``sentence`` about the entry ``own`` (canonical): the whole sentence when it
+    opens on no entry's term; from the entry's term to the next entry's when it holds the entry's
+    line ("lead-in: addOne: ... removeMany: accepts ..." -> "removeMany: accepts ..."); None when
+    it holds only other entries' lines, after a lead-in at most."""
+    openings = [m for m in _TERM_OPENING.finditer(sentence) if entry_term(m.group(0)) and not field_name(m.group(1))
+                and _opens_entry(sentence, m)]  # fmt: skip
+    # a term followed at once by another is the tail of a lead-in ("... state object: addOne: ...")
+    openings = [m for k, m in enumerate(openings) if k + 1 == len(openings) or openings[k + 1].start() > m.end()]
+    if not openings:
+        return sentence
+    head = sentence[: openings[0].start()].strip()
+    for k, m in enumerate(openings):
+        if canonical(m.group(1)) == own:
+            return sentence[m.start() : openings[k + 1].start() if k + 1 < len(openings) else len(sentence)].strip()
+    return None if not head or head.rstrip("*_`").endswith(":") else sentence
+
+
+def item_entry(claim: Claim) -> tuple[str, str]:
+    """The entry term a list item claim is about and the claim's text from that term on:
+    ("removeMany", "removeMany: accepts an array of IDs") of "lead-in: removeMany: accepts an
+    array of IDs"; for a later clause of a split item, the term copied in front of it ("addMany"
+    of "lead-in: addMany: adds them if not already present"); ("", "") for any other claim."""
+    if claim.reason != LEAD_IN_ATTACHED or not claim.source_text.strip():
+        return "", ""
+    text, item = claim.text.rstrip(), claim.source_text.strip()
+    if not text.endswith(item):
+        return "", ""
+    term = entry_term(item)
+    if term:
+        return term, item
+    m = _TERM_CLOSING.search(text[: len(text) - len(item)])
+    term = entry_term(m.group(0)) if m else ""
+    return (term, text[m.start() :]) if m and term else ("", "")
 
 
 # A lead-in opening on one of these ("It takes instances of Limits which define:") names its subject
@@ -273,6 +325,28 @@ class VerifierSettings:
     # Settle claims the current evidence states word for word, with nothing dated after it,
     # without judging their passages (the default retrieval path; the MiniLM-only path judges all)
     settle_as_written: bool = False
+
+
+def _other_lists(claim: Claim, evidence: list[Evidence], judgements: list[Judgement]) -> list[Judgement]:
+    """A list item's judgements, where a source's newest version still has the item's own lead-in:
+    there any other lead-in of that version, without the item, introduces another list ("Example
+    2: ... would all be invalidated:" beside "... would not be invalidated:", both under one
+    heading) and refutes nothing of this one."""
+    if claim.reason != LEAD_IN_ATTACHED or not claim.source_text:
+        return judgements
+    newest = newest_dates(evidence)
+    current = [(e.source_date or date.min) == newest[e.source_id] and not e.removed_in for e in evidence]
+    stands = {e.source_id for e, now in zip(evidence, current) if now and is_lead_in_of(claim.text, e.sentence, claim.source_text)}
+    if not stands:
+        return judgements
+    item = f" {canonical(claim.source_text)} "
+    out = []
+    for e, j, now in zip(evidence, judgements, current):
+        if (now and j.relation == "refutes" and e.source_id in stands and e.sentence.rstrip().rstrip("*_`").endswith(":")
+                and item not in f" {canonical(e.sentence)} "):  # fmt: skip
+            j = Judgement("nei", LEAD_IN_CONFIDENCE, "rules", OTHER_LIST_NOTE)
+        out.append(j)
+    return out
 
 
 def _overlap(claim_words: set[str], sentence: str) -> float:
@@ -391,7 +465,24 @@ class Verifier:
             cands += [s for s in others[: self.settings.max_extra_sentences] if _overlap(cw, s) >= 0.5]
         best: Judgement | None = None
         best_sentence = sentence
+        term, item = item_entry(claim)
+        own = canonical(term)
         for s in cands:
+            line = _entry_line(s, own) if own else s
+            if line is None:
+                j = Judgement("nei", OTHER_ENTRY_CONFIDENCE, "rules", OTHER_ENTRY_NOTE)
+                if _rank(j) > _rank(best):
+                    best, best_sentence = j, s
+                continue
+            if own and canonical(entry_term(line)) == own:
+                # the entry's own line: its term names what the lead-in would, so the item is
+                # judged as it reads from its term on
+                j = judge_rules(item, line)
+                if _rank(j) > _rank(best):
+                    best, best_sentence = j, line
+                if j is not None and j.relation == "supports":
+                    continue
+            s = line
             if (is_lead_in_of(claim.text, s, claim.source_text if claim.reason == LEAD_IN_ATTACHED else "")
                     or within_lead_in(claim, s) or another_lead_in(claim, s, ev.section)):  # fmt: skip
                 j = Judgement("nei", LEAD_IN_CONFIDENCE, "rules", LEAD_IN_NOTE)
@@ -514,6 +605,7 @@ class Verifier:
     def label(self, claim: Claim, evidence: list[Evidence], judgements: list[Judgement], today: date) -> Verdict:
         """The verdict from one claim's per-passage judgements: the revision contrast between
         dated versions of a source (:mod:`kb.verify.revision`), then the policy."""
+        judgements = _other_lists(claim, evidence, judgements)
         elsewhere = entries_elsewhere(evidence, judgements)
         judgements = apply_contrast(claim.text, evidence, judgements, self.thresholds["rules_override"], elsewhere)
         return decide(claim, evidence, judgements, today, thresholds=self.thresholds)
