@@ -30,9 +30,15 @@ PAGES = {
 }
 
 
+SIGNED = "The release is signed by Florian, who keeps the signing key of the project safe."
+for _page in ("docs/urls.md", "docs/pager.md", "docs/cli.md"):
+    PAGES[_page] += f"\n{SIGNED}\n"
+
+
 def _newer(text: str) -> str:
     return (
-        text.replace("site configuration", "project configuration")
+        text.replace("Florian", "Freya")
+        .replace("site configuration", "project configuration")
         .replace("multilingual sites", "multilingual projects")
         .replace("Import a site", "Import a project")
         .replace("enabled by default", "disabled by default")
@@ -64,6 +70,9 @@ def test_a_term_renamed_across_pages_is_supported_and_a_state_changed_across_pag
     assert len(repeated) == 2 and all(v.label == "supported" for v in repeated), repeated
     plural = verdicts["The counter is global for both monolingual and multilingual sites."]
     assert plural.label == "supported", plural
+    # a name changed on as many pages is another person, not a term renamed
+    signed = [v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id and c.source_text == SIGNED]
+    assert signed and all(v.label in ("stale", "contradicted") for v in signed), signed
     # five pages flipped a default alike: that is a change of fact on each, not a rename
     flipped = verdicts["The download cache is enabled by default for every module that the build reads."]
     assert flipped.label in ("stale", "contradicted"), flipped

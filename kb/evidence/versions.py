@@ -56,6 +56,7 @@ _STATE_WORDS = frozenset("""
 """.split())  # fmt: skip
 # a prose word of a sentence key: letters only, so names with digits or separators are never renamed
 _PROSE = re.compile(r"[a-z]{3,}")
+_LETTERS = re.compile(r"[A-Za-z]+")
 # a word as it stands in a claim: not part of a name ("site.Params", "--site", "site_config")
 _TERM = re.compile(r"(?<![\w.\-/$@#:])[A-Za-z]+(?![\w\-/]|\.\w)")
 
@@ -71,6 +72,12 @@ def written_key(text: str) -> str:
     and a call's empty parentheses (``model_dump()``: notation) aside; identifiers keep their
     separators."""
     return " ".join(_WORD.findall(text.lower().replace("()", "")))
+
+
+def _lower_case_words(text: str) -> set[str]:
+    """The words a sentence writes in lower case: a name ("Florian", "Docker") is never a term
+    that a rename of prose could touch; a person or product renamed is a change of fact."""
+    return {w for w in _LETTERS.findall(text) if w.islower() and _PROSE.fullmatch(w)}
 
 
 def with_terms_renamed(text: str, renamed: dict[str, str]) -> tuple[str, dict[str, str]]:
@@ -282,21 +289,23 @@ class SourceVersions:
             a, _ = self._version_range[new]
             if self.passages[a].deleted_in:
                 continue
-            new_keys = {sentence_key(self.sentences[i].text) for i in range(*self._version_sentences[new])}
-            old_keys = set()
+            new_keys = {sentence_key(self.sentences[i].text): self.sentences[i].text for i in range(*self._version_sentences[new])}
+            old_keys: dict[str, str] = {}
             for v in self._versions_by_source.get(sid, ()):
                 if v != new and self._older(v, new):
-                    old_keys |= {sentence_key(self.sentences[i].text) for i in range(*self._version_sentences[v])}
+                    old_keys.update(
+                        (sentence_key(self.sentences[i].text), self.sentences[i].text) for i in range(*self._version_sentences[v])
+                    )
             masked: dict[tuple[str, str], set[str]] = {}
-            for key in new_keys - old_keys:
-                words = key.split()
+            for key in new_keys.keys() - old_keys.keys():
+                words, common = key.split(), _lower_case_words(new_keys[key])
                 for i, w in enumerate(words):
-                    if _PROSE.fullmatch(w):
+                    if _PROSE.fullmatch(w) and w in common:
                         masked.setdefault((" ".join(words[:i]), " ".join(words[i + 1 :])), set()).add(w)
-            for key in old_keys - new_keys:
-                words = key.split()
+            for key in old_keys.keys() - new_keys.keys():
+                words, common = key.split(), _lower_case_words(old_keys[key])
                 for i, w in enumerate(words):
-                    for n in masked.get((" ".join(words[:i]), " ".join(words[i + 1 :])), ()) if _PROSE.fullmatch(w) else ():
+                    for n in masked.get((" ".join(words[:i]), " ".join(words[i + 1 :])), ()) if w in common else ():
                         stems = (stem_overlap(w), stem_overlap(n))
                         if stems[0] != stems[1] and not ({w, n, *stems} & _STATE_WORDS):
                             pages.setdefault(stems, set()).add(sid)
