@@ -1,5 +1,6 @@
 """Revision contrast: the claim against what changed between two dated versions of a sentence."""
 
+from dataclasses import replace
 from datetime import date
 
 import pytest
@@ -130,3 +131,55 @@ def test_an_unchanged_sentence_beside_a_changed_one_is_not_a_revision():
     new_free = _ev("c2", "The Free plan allows 100 requests per minute.", date(2024, 6, 1), 3)
     (v,) = Verifier(VerifierSettings(use_model=False)).verify([claim], {"c2": [old, new_free, new_pro]}, date(2025, 1, 1))
     assert v.label == "contradicted" and "revision" not in v.rationale
+
+
+@pytest.mark.parametrize(
+    "older, newer",
+    [
+        ("A jwt_secret option from the Home Assistant Addon options", "A jwt_secret option from the Home Assistant Add-on options"),
+        ("VSCode supports JSON schemas for automatically validating configuration files.",
+         "VS Code supports JSON schemas for automatically validating configuration files."),
+        ("Run the setup wizard once the plugin is installed.", "Run the set up wizard once the plug-in is installed."),
+    ],
+)  # fmt: skip
+def test_a_word_joined_or_written_apart_is_no_change(older, newer):
+    assert contrast(older, older, newer) is None
+    assert contrast(newer, newer, older) is None
+    claim = Claim(claim_id="c3", doc_id="d", version_id="v", start=0, end=len(older), source_text=older, text=older)
+    old = _ev("c3", older, date(2023, 1, 1), 1)
+    new = _ev("c3", newer, date(2024, 6, 1), 2)
+    (v,) = Verifier(VerifierSettings(use_model=False)).verify([claim], {"c3": [old, new]}, date(2025, 1, 1))
+    assert v.label not in ("stale", "contradicted"), v.rationale
+
+
+def test_a_menu_path_written_apart_still_shows_its_renamed_entry():
+    # "Addons" -> "Add-ons" is notation; the menu entry that lost a word is a change
+    older = "Addon users can set it under Settings > Addons > Acme NVR > Configuration > Options."
+    newer = "Add-on users can set it under Settings > Add-ons > Acme > Configuration > Options."
+    c = contrast(older, older, newer)
+    assert c is not None and c.side == "older" and c.old_value == "nvr"
+
+
+def test_an_article_and_a_hyphen_together_are_no_revision():
+    # a list line copy-edited: an article added and a word hyphenated, nothing else
+    text = "MQTT connected to home assistant mosquitto addon"
+    claim = Claim(claim_id="c4", doc_id="d", version_id="v", start=0, end=len(text), source_text=text, text=text)
+    old = _ev("c4", text, date(2023, 1, 1), 1)
+    new = _ev("c4", "MQTT connected to the Home Assistant Mosquitto Add-on", date(2024, 6, 1), 2)
+    (v,) = Verifier(VerifierSettings(use_model=False)).verify([claim], {"c4": [old, new]}, date(2025, 1, 1))
+    assert v.label not in ("stale", "contradicted"), v.rationale
+    # the same line where a diff of the two versions placed it (a list item rewritten in place)
+    text = "A jwt_secret option from the Home Assistant Addon options"
+    claim = Claim(claim_id="c6", doc_id="d", version_id="v", start=0, end=len(text), source_text=text, text=text)
+    old = replace(_ev("c6", text, date(2023, 1, 1), 1), passage_id="old-line")
+    new = replace(_ev("c6", "A jwt_secret option from the Home Assistant Add-on options", date(2024, 6, 1), 2),
+                  counterpart_of="old-line")  # fmt: skip
+    (v,) = Verifier(VerifierSettings(use_model=False)).verify([claim], {"c6": [old, new]}, date(2025, 1, 1))
+    assert v.label not in ("stale", "contradicted"), v.rationale
+    # a flag that gained a hyphen is another flag
+    text = "Disable colours with --nocolor"
+    claim = Claim(claim_id="c5", doc_id="d", version_id="v", start=0, end=len(text), source_text=text, text=text)
+    old = _ev("c5", text, date(2023, 1, 1), 1)
+    new = _ev("c5", "Disable colours with --no-color", date(2024, 6, 1), 2)
+    (v,) = Verifier(VerifierSettings(use_model=False)).verify([claim], {"c5": [old, new]}, date(2025, 1, 1))
+    assert v.label in ("stale", "contradicted"), v.rationale

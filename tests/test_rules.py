@@ -315,6 +315,32 @@ def test_identifiers_compare_exactly(claim, evidence):
     assert j is not None and j.relation == "refutes" and j.rationale.startswith("identifier"), j
 
 
+def test_a_name_written_out_with_its_namespace_is_the_same_name():
+    # a plugin API page that now writes its helpers with the module they hang from
+    for claim, evidence in [
+        ("The example above uses util.addTrailingComment, which automatically sets comment.leading/trailing/printed to "
+         "appropriate values and adds the comment to the AST node's comments array.",
+         "The example above uses acme.util.addTrailingComment, which automatically sets comment.leading/trailing/printed to "
+         "appropriate values and adds the comment to the AST node's comments array."),
+        ("The util.addTrailingComment/addLeadingComment functions attach a comment to an AST node.",
+         "The acme.util.addTrailingComment/addLeadingComment functions attach a comment to an AST node."),
+    ]:  # fmt: skip
+        j = judge_rules(claim, evidence)
+        assert j is not None and j.relation == "supports", j
+    # another function under the namespace is still another name
+    j = judge_rules("Call util.addTrailingComment on the node.", "Call acme.util.addLeadingComment on the node.")
+    assert j is not None and j.relation == "refutes" and j.rationale.startswith("identifier"), j
+
+
+def test_a_word_joined_or_written_apart_is_notation():
+    for claim, evidence in [("Settings for the Addon are read at start.", "Settings for the Add-on are read at start."),
+                            ("VSCode reads the schema.", "VS Code reads the schema.")]:  # fmt: skip
+        j = judge_rules(claim, evidence)
+        assert j is None or j.relation != "refutes", j
+    j = judge_rules("Disable colours with --nocolor.", "Disable colours with --no-color.")
+    assert j is not None and j.relation == "refutes", j
+
+
 def test_prose_words_still_compare_loosely():
     assert judge_rules("The Importer skips Hidden files.", "The importer skips hidden files.").relation == "supports"
     assert judge_rules("It reads the *config* file.", "It reads the config file.").relation == "supports"

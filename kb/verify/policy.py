@@ -71,6 +71,7 @@ _FINITE_VERB = re.compile(
     re.IGNORECASE,
 )
 
+_HYPHENATED_WORD = re.compile(r"[a-z]+(?:-[a-z]+)+")  # prose words only: no flag, path or number
 _ARTICLES = frozenset("a an the which that who".split())
 UNDECIDABLE_TYPES = ("speculative", "normative")
 # A source's newest version that states the claim as written, word for word, settles it: the
@@ -698,7 +699,7 @@ def _placed_rewrite(claim: Claim, base: dict, history, current, th, elsewhere: C
         for e_old, j_old in sorted(items, key=lambda p: -p[1].confidence):
             e_new = placed.get(e_old.passage_id)
             if e_new and j_old.relation == "supports" and j_old.confidence >= th["stale_history"]:
-                if restates(claim, e_new.sentence or ""):
+                if restates(claim, e_new.sentence or "") or _in_other_notation(claim, e_new.sentence or ""):
                     return _restated(claim, base, sid, (e_old, j_old), e_new.sentence or "")
                 return _rewritten(claim, base, sid, (e_old, j_old), e_new)
     return None
@@ -769,21 +770,32 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
     texts = [claim.source_text] if claim.source_text and canonical(claim.source_text) != canonical(claim.text) else [claim.text]
     if any(key and key in canonical(e.passage or e.sentence or "") for e, _ in items for key in keys):
         return None  # the newest version still states it: its passages are only cut differently
+    hyphenless = {f" {_unhyphenated(t)} " for t in all_texts}
+    if any(key.strip() and key in f" {_unhyphenated(e.passage or e.sentence or '')} " for e, _ in items for key in hyphenless):
+        return None  # ... with a word hyphenated ("Addon" / "Add-on")
     sentences = {s for e, _ in items for s in [e.sentence, *passage_sentences(e.passage)] if s}
     if any(added_beside(t, s) is not None for t in all_texts for s in sentences):
         return None  # it still states it, with a list item, a modifier or an aside added
     stated = {_without_articles(t) for t in all_texts}
+    notation = {_spelling(_without_articles(t)) for t in all_texts}
     best = None
     for e, _ in items:
         for sentence in dict.fromkeys([e.sentence] + passage_sentences(e.passage)):
             if not sentence or canonical(sentence) in keys or _spelling(sentence) in spelled:
                 continue
-            if _without_articles(sentence) in stated:
-                return None  # "keys which are" / "keys that are", "a RFC" / "an RFC": it still states it
+            if _without_articles(sentence) in stated or _spelling(_without_articles(sentence)) in notation:
+                return None  # "keys which are" / "keys that are", "a RFC" / "an RFC", "the add-on" / "addon": it still states it
             score = max(similarity(t, sentence) for t in texts)
             if score >= threshold and (best is None or score > best[2]):
                 best = (e, sentence, score)
     return best
+
+
+def _in_other_notation(claim: Claim, sentence: str) -> bool:
+    """The sentence is the claim with only articles, spacing, punctuation or a hyphen inside a
+    word changed ("the Home Assistant Add-on" / "home assistant addon")."""
+    key = _spelling(_without_articles(sentence))
+    return bool(key) and any(key == _spelling(_without_articles(t)) for t in (claim.text, claim.source_text) if t)
 
 
 def _without_articles(text: str) -> str:
@@ -792,11 +804,17 @@ def _without_articles(text: str) -> str:
     return " ".join(w for w in canonical(text).split() if w not in _ARTICLES)
 
 
+def _unhyphenated(text: str) -> str:
+    """``canonical`` with the hyphens inside prose words taken out ("add-on" / "addon")."""
+    return " ".join(w.replace("-", "") if _HYPHENATED_WORD.fullmatch(w) else w for w in canonical(text).split())
+
+
 def _spelling(text: str) -> str:
     """The sentence with its spacing and punctuation taken out: two sentences alike in this key
     ('"plug-in"s' / 'plug-ins', "set up" / "setup") differ in notation only, which is no revision
-    of what they state. Code identifiers keep their case and separators (``canonical``)."""
-    return canonical(text).replace(" ", "")
+    of what they state, nor does a hyphen inside a word ("addon" / "add-on"). Code identifiers
+    keep their case and separators (``canonical``); a flag's leading dashes stay."""
+    return _unhyphenated(text).replace(" ", "")
 
 
 def _d(e: Evidence) -> str:

@@ -93,6 +93,23 @@ def _raw_words(slots) -> set[str]:
     return {part for t in tokens_outside_quantities(slots) for part in t.lower().split("-") if part.isalpha()}
 
 
+def _parts(slots) -> list[str]:
+    """The plain words in order, a hyphenated word taken apart ("add-on": "add", "on")."""
+    return [part for t in tokens_outside_quantities(slots) for part in t.lower().split("-") if part.isalpha()]
+
+
+def _written_apart(words: set[str], parts: list[str]) -> set[tuple[str, tuple[str, ...]]]:
+    """Words of ``words`` that the other version writes as two or three words in a row, with a
+    hyphen or a space ("addon" / "add-on", "vscode" / "VS Code", "setup" / "set up")."""
+    out = set()
+    for n in (2, 3):
+        for i in range(len(parts) - n + 1):
+            run = tuple(parts[i : i + n])
+            if "".join(run) in words:
+                out.add(("".join(run), run))
+    return out
+
+
 def about_share(claim: str, older: str, newer: str) -> float:
     """Share of the claim's plain words that both versions state: how much the claim is about
     the sentence whatever changed in it."""
@@ -170,6 +187,13 @@ def _contrast(claim: str, older: str, newer: str, renamed: Mapping[str, str]) ->
     # read on the words as written, since a stem ("defin") is in no dictionary
     old_raw, new_raw = _raw_words(os_), _raw_words(ns)
     fixed = {(r, a) for r in old_raw - new_raw for a in new_raw - old_raw if misspelt(r, a) or respelt(r, a) or renamed.get(r) == a}
+    # a word joined in one version and written apart in the other is the same word: notation
+    for word, run in _written_apart(old_raw - new_raw, _parts(ns)):
+        fixed.add((word, word))
+        added -= {stem_overlap(p) for p in run}
+    for word, run in _written_apart(new_raw - old_raw, _parts(os_)):
+        fixed.add((word, word))
+        removed -= {stem_overlap(p) for p in run}
     removed -= {stem_overlap(r) for r, _ in fixed}
     added -= {stem_overlap(a) for _, a in fixed}
     hit_old, hit_new = removed & claim_words, added & claim_words

@@ -155,6 +155,8 @@ def _judge(claim_text: str, sentence: str) -> Judgement | None:
         return None
     if c_can == e_can:
         return Judgement("supports", CONFIDENCE["exact"], "rules", "exact match")
+    if _written_out(c_can.split(), e_can.split()):
+        return Judgement("supports", CONFIDENCE["exact"], "rules", "exact match, a name written out with its namespace")
     # both keys are single-spaced: the claim's words as whole words inside the sentence's
     if len(c_can.split()) >= 4 and f" {c_can} " in f" {e_can} " and not _continues(claim_text, sentence):
         ext = _extension(claim_text, sentence)
@@ -401,6 +403,18 @@ def _dedupe(conflicts: list[_Conflict]) -> list[_Conflict]:
     return out
 
 
+def _written_out(ctoks: list[str], etoks: list[str]) -> bool:
+    """The same words, a dotted name of the claim written out with its namespace in the sentence
+    ("util.parse" / "acme.util.parse") at least once."""
+    if len(ctoks) != len(etoks) or ctoks == etoks:
+        return False
+    return all(c == e or ("." in c and e.endswith("." + c)) for c, e in zip(ctoks, etoks, strict=True))
+
+
+def _squashed(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text).lower()
+
+
 def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es: Slots) -> list[_Conflict]:
     """Conflicts in one non-equal diff segment of two near-copy sentences."""
     out: list[_Conflict] = []
@@ -427,6 +441,8 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
             elif not cneg and 0 < sum(1 for t in ctoks if t.lower() not in OVERLAP_STOPWORDS and _LETTER.search(t)) <= 2:
                 out.append(_Conflict("term", c_text, ""))  # a dropped modifier ("the escaped pem")
         return out
+    if _squashed(c_text) == _squashed(e_text) and not any(is_code_identifier(t) for t in ctoks + etoks):
+        return out  # a word joined or written apart ("Addon" / "Add-on", "VSCode" / "VS Code"): notation
     # Key=value settings
     cset = [kv for t in ctoks if (kv := _setting(t))]
     eset = [kv for t in etoks if (kv := _setting(t))]
@@ -439,6 +455,12 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
             return out
     cid = [t for t in ctoks if is_code_identifier(t)]
     eid = [t for t in etoks if is_code_identifier(t)]
+    # a name written out with its namespace ("util.parse" -> "acme.util.parse") is the same name
+    qualified = {c for c in cid for e in eid if e.endswith("." + c)}
+    cid = [c for c in cid if c not in qualified]
+    eid = [e for e in eid if not any(e.endswith("." + c) for c in qualified)]
+    if qualified and not cid and not eid and len(ctoks) == len(qualified) and len(etoks) == len(qualified):
+        return out
     if cid and eid and set(cid) != set(eid):  # identifiers compare exactly: case and separators
         out.append(_Conflict("identifier", " ".join(cid), " ".join(eid)))
         return out
