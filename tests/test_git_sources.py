@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kb.chain import run_audit
 from kb.config import ConfigError, Settings, load_settings
 from kb.config.gitspec import GitSpecError, parse_spec
 from kb.evidence.git_source import ingest_git, load_git_sources
@@ -56,6 +57,23 @@ def make_repo(tmp_path: Path, name: str = "product") -> Path:
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     return repo
+
+
+def two_releases(root: Path, older: dict[str, str], newer: dict[str, str]) -> Path:
+    """A bare clone of a repository with two tagged releases of its docs, v1.0.0 and v1.1.0."""
+    repo = make_repo(root, "product")
+    release(repo, "v1.0.0", "2024-01-10", older)
+    release(repo, "v1.1.0", "2024-06-10", newer)
+    clone = root / "clone.git"
+    subprocess.run(["git", "clone", "--quiet", "--bare", str(repo), str(clone)], check=True)
+    return clone
+
+
+def audit_releases(clone: Path, cache: Path, depth: str = "D1"):
+    """The audit of release v1.0.0's docs against v1.0.0 and v1.1.0 (``two_releases``)."""
+    settings = Settings(docs=f"git:{clone}@v1.0.0:docs", sources=[f"git:{clone}@v1.0.0,v1.1.0:docs"],
+                        today=date(2024, 6, 10), depth=depth, full=True).validate()  # fmt: skip
+    return run_audit(settings, cache_dir=cache)
 
 
 GUIDE_V1 = "# Guide\n\nThe default timeout is 30 seconds.\n\nUploads are limited to 10 MB per file.\n"

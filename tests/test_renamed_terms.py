@@ -3,16 +3,12 @@ configuration") is no change of fact; a state word changed on as many pages stil
 
 from __future__ import annotations
 
-import subprocess
-from datetime import date
 from pathlib import Path
 
 import pytest
 
-from kb.chain import run_audit
-from kb.config import Settings
 from kb.evidence.versions import with_terms_renamed
-from tests.test_git_sources import make_repo, release
+from tests.test_git_sources import audit_releases, two_releases
 
 PAGES = {
     "docs/urls.md": "# URLs\n\nThe path is relative to the baseURL in your site configuration.\n\n"
@@ -47,19 +43,11 @@ def _newer(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("renamed")
-    repo = make_repo(root, "product")
-    release(repo, "v1.0.0", "2024-01-10", dict(PAGES))
-    release(repo, "v1.1.0", "2024-06-10", {path: _newer(text) for path, text in PAGES.items()})
-    clone = root / "clone.git"
-    subprocess.run(["git", "clone", "--quiet", "--bare", str(repo), str(clone)], check=True)
-    return clone
+    return two_releases(tmp_path_factory.mktemp("renamed"), dict(PAGES), {path: _newer(text) for path, text in PAGES.items()})
 
 
 def test_a_term_renamed_across_pages_is_supported_and_a_state_changed_across_pages_is_not(history, tmp_path):
-    settings = Settings(docs=f"git:{history}@v1.0.0:docs", sources=[f"git:{history}@v1.0.0,v1.1.0:docs"],
-                        today=date(2024, 6, 10), depth="D1", full=True).validate()  # fmt: skip
-    result = run_audit(settings, cache_dir=tmp_path / "cache")
+    result = audit_releases(history, tmp_path / "cache")
     verdicts = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
     renamed = verdicts["The path is relative to the baseURL in your site configuration."]
     assert renamed.label == "supported", renamed

@@ -4,18 +4,14 @@ noun still is."""
 
 from __future__ import annotations
 
-import subprocess
-from datetime import date
 from pathlib import Path
 
 import pytest
 
-from kb.chain import run_audit
-from kb.config import Settings
 from kb.records import Claim, Judgement
 from kb.verify.policy import DEFAULT_THRESHOLDS, reworded_refutation
 from kb.verify.rewording import restates
-from tests.test_git_sources import make_repo, release
+from tests.test_git_sources import audit_releases, two_releases
 
 RESTATED = [
     ("tox needs a configuration file where you define what tools you need to run and how to provision a test environment for these.",
@@ -85,20 +81,12 @@ REWORDED = (
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("reworded")
-    repo = make_repo(root, "product")
-    release(repo, "v1.0.0", "2024-01-10", {"docs/config.md": PAGE})
-    release(repo, "v1.1.0", "2024-06-10", {"docs/config.md": REWORDED})
-    clone = root / "clone.git"
-    subprocess.run(["git", "clone", "--quiet", "--bare", str(repo), str(clone)], check=True)
-    return clone
+    return two_releases(tmp_path_factory.mktemp("reworded"), {"docs/config.md": PAGE}, {"docs/config.md": REWORDED})
 
 
 @pytest.mark.parametrize("depth", ["D0", "D1"])
 def test_a_reworded_sentence_is_supported_and_changed_facts_stay_stale(history, tmp_path, depth):
-    settings = Settings(docs=f"git:{history}@v1.0.0:docs", sources=[f"git:{history}@v1.0.0,v1.1.0:docs"],
-                        today=date(2024, 6, 10), depth=depth, full=True).validate()  # fmt: skip
-    result = run_audit(settings, cache_dir=tmp_path / "cache")
+    result = audit_releases(history, tmp_path / "cache", depth)
     verdicts = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
     restated = verdicts[PAGE.splitlines()[2]]
     assert restated.label == "supported", restated

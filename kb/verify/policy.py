@@ -35,7 +35,7 @@ from kb.claims.text import passage_sentences, sentence_spans
 from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.changelog import is_changelog
 from kb.evidence.passages import sentence_key
-from kb.evidence.versions import STILL_STATED, states_as_written
+from kb.evidence.versions import STILL_STATED, states_as_written, written_key
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import added_beside
 from kb.verify.rewording import code_words, restates, same_statement
@@ -501,6 +501,14 @@ def decide(
     removed = [(e, j) for e, j in old_sup if e.removed_in and j.confidence >= th["support"]]
     if removed and not vague:
         e, j = max(removed, key=lambda p: p[1].confidence)
+        listed = _item_still_listed(claim, current.get(e.source_id, ()))
+        if listed is not None:
+            return _uncertain(
+                claim, base,
+                f"{e.source_id}: the newest version ({_d(listed)}) still lists {claim.source_text!r} under the same "
+                f"heading, in a list written otherwise: {(listed.sentence or '')[:200]}",
+                j.confidence, kind="revised", tier="rules",
+            )  # fmt: skip
         return Verdict(
             **base, label="stale", confidence=round(min(j.confidence, 0.9), 4), tier=j.tier,
             rationale=f"{e.source_id}: older version ({_d(e)}) supports ({j.rationale}); removed in {e.removed_in}: "
@@ -717,6 +725,33 @@ def _rewritten(claim: Claim, base: dict, sid: str, old, e_new: Evidence) -> Verd
         gap_type="technical", gap_severity=_severity(claim, "stale"),
         action="rewrite from the newer source", evidence_sentence=e_new.sentence,
     )  # fmt: skip
+
+
+MAX_LISTED_ITEM_WORDS = 3
+_LIST_SEPARATOR = re.compile(r"[,;:()]|\s(?:and|or)\s")
+
+
+def _item_still_listed(claim: Claim, items) -> Evidence | None:
+    """For an item of an inline list read with its lead-in ("only the following objects are
+    supported: `car`"), a newest-version sentence of the same page under the same heading that
+    still names the item as one element of a list ("Vehicles: `car`, `bicycle`, `boat`"): the
+    list was regrouped or its lead-in reworded, and the item was not dropped. What the new lead-in
+    says of it is not settled here, so this keeps the claim from a removal only."""
+    item = written_key(claim.source_text)
+    if claim.reason != LEAD_IN_ATTACHED or not item or len(item.split()) > MAX_LISTED_ITEM_WORDS:
+        return None
+    if not claim.text.endswith(claim.source_text):
+        return None  # an item that is its own sentence ("- Set the key") is judged as a sentence
+    for e, j in items:
+        if j.relation == "refutes" or e.section != claim.section:
+            continue
+        for sentence in dict.fromkeys([e.sentence, *passage_sentences(e.passage)]):
+            # a passage joins a list's lines with a space ("People: person, face Vehicles: car"):
+            # a capital after a space opens the next line's label
+            parts = [written_key(q) for p in _LIST_SEPARATOR.split(sentence or "") for q in re.split(r"\s(?=[A-Z])", p)]
+            if len([p for p in parts if p]) >= 2 and item in parts:
+                return dataclasses.replace(e, sentence=sentence)
+    return None
 
 
 def _stated_nearly_as_written(claim: Claim, current) -> Evidence | None:
