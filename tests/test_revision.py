@@ -176,6 +176,13 @@ def test_an_article_and_a_hyphen_together_are_no_revision():
                   counterpart_of="old-line")  # fmt: skip
     (v,) = Verifier(VerifierSettings(use_model=False)).verify([claim], {"c6": [old, new]}, date(2025, 1, 1))
     assert v.label not in ("stale", "contradicted"), v.rationale
+    # a clause cut from a sentence the newest version states with a name written apart
+    text = "VSCode will start the docker compose file for you"
+    claim = Claim(claim_id="c7", doc_id="d", version_id="v", start=0, end=len(text), source_text=text, text=text)
+    old = _ev("c7", "VSCode will start the docker compose file for you and open a terminal window.", date(2023, 1, 1), 1)
+    new = _ev("c7", "VS Code will start the Docker Compose file for you and open a terminal window.", date(2024, 6, 1), 2)
+    (v,) = Verifier(VerifierSettings(use_model=False)).verify([claim], {"c7": [old, new]}, date(2025, 1, 1))
+    assert v.label not in ("stale", "contradicted"), v.rationale
     # a flag that gained a hyphen is another flag
     text = "Disable colours with --nocolor"
     claim = Claim(claim_id="c5", doc_id="d", version_id="v", start=0, end=len(text), source_text=text, text=text)

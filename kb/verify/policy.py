@@ -805,9 +805,8 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
     texts = [claim.source_text] if claim.source_text and canonical(claim.source_text) != canonical(claim.text) else [claim.text]
     if any(key and key in canonical(e.passage or e.sentence or "") for e, _ in items for key in keys):
         return None  # the newest version still states it: its passages are only cut differently
-    hyphenless = {f" {_unhyphenated(t)} " for t in all_texts}
-    if any(key.strip() and key in f" {_unhyphenated(e.passage or e.sentence or '')} " for e, _ in items for key in hyphenless):
-        return None  # ... with a word hyphenated ("Addon" / "Add-on")
+    if any(_holds_in_other_notation(t, e.passage or e.sentence or "") for e, _ in items for t in all_texts):
+        return None  # ... with a word hyphenated or written apart ("Addon" / "Add-on", "VSCode" / "VS Code")
     sentences = {s for e, _ in items for s in [e.sentence, *passage_sentences(e.passage)] if s}
     if any(added_beside(t, s) is not None for t in all_texts for s in sentences):
         return None  # it still states it, with a list item, a modifier or an aside added
@@ -837,6 +836,23 @@ def _without_articles(text: str) -> str:
     """The sentence's words without articles and relative pronouns, which a copy edit swaps ("which"
     / "that", "a" / "an") without changing what it states. Negations, modals and quantifiers stay."""
     return " ".join(w for w in canonical(text).split() if w not in _ARTICLES)
+
+
+def _holds_in_other_notation(text: str, passage: str) -> bool:
+    """Whether a run of whole words of ``passage`` is ``text`` in another notation (``_spelling``):
+    the same letters, with words joined or written apart."""
+    key, words = _spelling(text), _unhyphenated(passage).split()
+    if not key:
+        return False
+    for i in range(len(words)):
+        run = ""
+        for word in words[i:]:
+            run += word
+            if not key.startswith(run):
+                break
+            if run == key:
+                return True
+    return False
 
 
 def _unhyphenated(text: str) -> str:
