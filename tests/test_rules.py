@@ -334,9 +334,11 @@ def test_a_name_written_out_with_its_namespace_is_the_same_name():
 
 def test_a_word_joined_or_written_apart_is_notation():
     for claim, evidence in [("Settings for the Addon are read at start.", "Settings for the Add-on are read at start."),
+                            ("This repository holds the Home Assistant Addon, for use with Home Assistant OS.",
+                             "This repository holds the Home Assistant Add-on, for use with Home Assistant OS."),
                             ("VSCode reads the schema.", "VS Code reads the schema.")]:  # fmt: skip
         j = judge_rules(claim, evidence)
-        assert j is None or j.relation != "refutes", j
+        assert j is not None and j.relation == "supports", j
     j = judge_rules("Disable colours with --nocolor.", "Disable colours with --no-color.")
     assert j is not None and j.relation == "refutes", j
 

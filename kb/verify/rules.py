@@ -155,6 +155,8 @@ def _judge(claim_text: str, sentence: str) -> Judgement | None:
         return None
     if c_can == e_can:
         return Judgement("supports", CONFIDENCE["exact"], "rules", "exact match")
+    if len(c_can.split()) >= MIN_NOTATION_WORDS and _notation_key(c_can) == _notation_key(e_can):
+        return Judgement("supports", CONFIDENCE["exact"], "rules", "exact match in another notation (a word joined or written apart)")
     if _written_out(c_can.split(), e_can.split()):
         return Judgement("supports", CONFIDENCE["exact"], "rules", "exact match, a name written out with its namespace")
     # both keys are single-spaced: the claim's words as whole words inside the sentence's
@@ -401,6 +403,17 @@ def _dedupe(conflicts: list[_Conflict]) -> list[_Conflict]:
             seen.add(key)
             out.append(c)
     return out
+
+
+# a name alone ("Dahua") matches a table row whose other cells are symbols: a sentence, not a name
+MIN_NOTATION_WORDS = 3
+_HYPHEN_IN_WORD = re.compile(r"(?<=[a-z])-(?=[a-z])")
+
+
+def _notation_key(canonical_text: str) -> str:
+    """A sentence key with the spaces and the hyphens inside prose words taken out ("the
+    add-on" / "the addon", "vs code" / "vscode"); code keeps its separators (``--no-color``)."""
+    return "".join(w if is_code_identifier(w) else _HYPHEN_IN_WORD.sub("", w) for w in canonical_text.split())
 
 
 def _written_out(ctoks: list[str], etoks: list[str]) -> bool:
