@@ -97,6 +97,40 @@ def _version_dropped(old: str, new: str) -> bool:
     return old.startswith(new) and old[len(new) :].isdigit()
 
 
+# a sentence that states a default in prose: "Default directory is ``.cache`` which ...",
+# "Default patterns are '*.egg', '.*'" (the value, then at most a clause about it)
+_PROSE_DEFAULT = re.compile(r"(?:the\s+)?default(?:\s+[a-z]+){0,2}\s+(?:is|are)\s+(?P<value>.+?)\s*\.?", re.I)
+_AFTER_VALUE = re.compile(r"\s+(?:which|that|where|when|so|but|unless|if|in|on|for)\b.*$", re.I)
+_ITEMS = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+_QUOTES = "'\"`"
+
+
+def _items(value: str) -> tuple[str, ...]:
+    return tuple(item.strip().strip(_QUOTES) for item in _ITEMS.split(value.strip()))
+
+
+def prose_default(text: str) -> tuple[str, ...] | None:
+    """The value a prose sentence gives as a default ("Default directory is .cache which is
+    created in the root." -> (".cache",), "Default patterns are '*.egg', '.*'." -> ("*.egg",
+    ".*")); None for any other sentence, and for a plain word or number ("Default is False."):
+    the same word is every other entry's default too, so it names no entry's value."""
+    m = _PROSE_DEFAULT.fullmatch(text.strip())
+    if m is None:
+        return None
+    items = _items(_AFTER_VALUE.sub("", m.group("value")))
+    if not all(items) or any(" " in item for item in items) or (len(items) == 1 and items[0].isalnum()):
+        return None
+    return items
+
+
+def cell_default(cell: str) -> tuple[str, ...]:
+    """A field cell's value as items: ``[".*", "build"]`` and ``".cache"`` as a sentence lists them."""
+    cell = cell.strip()
+    if cell[:1] == "[" and cell[-1:] == "]":
+        cell = cell[1:-1]
+    return _items(cell)
+
+
 def with_terms_renamed(text: str, renamed: dict[str, str]) -> tuple[str, dict[str, str]]:
     """``text`` with each prose word that ``renamed`` maps (lower case) replaced, a capital kept,
     and the renames it took. Words inside names ("site.Params", "--site") stay."""
@@ -365,6 +399,21 @@ class SourceVersions:
             return None
         here = [i for i in written if " > ".join(self.sentences[i].section) == claim.section]
         return (here or written)[0], ", ".join(f"{w}>{n}" for w, n in sorted(took.items()))
+
+    def default_in_field(self, claim: Claim) -> int | None:
+        """A table row of the newest corpus, under the claim's own heading path, with a cell that
+        holds the default the claim states in prose (``prose_default``): a reference that moved
+        "Default directory is .cache" into its entry's ``:default:`` field (read as the entry's
+        row) still states it. None when the claim states no such default or no row holds it."""
+        values = prose_default(claim.source_text or claim.text)
+        if not values:
+            return None
+        for i in self._newest_corpus()[2]:
+            span = self.sentences[i]
+            if " | " in span.text and " > ".join(span.section) == claim.section:
+                if any(cell_default(cell) == values for cell in span.text.split(" | ")[1:]):
+                    return i
+        return None
 
     def stated_verbatim(self, claim: Claim) -> int | None:
         """A sentence of the newest corpus that states the claim as written (``states_as_written``);
