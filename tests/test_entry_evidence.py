@@ -359,3 +359,80 @@ def test_another_lists_lead_in_under_the_same_heading_refutes_no_item(tmp_path):
     assert len(items) == 7  # nine items, two of them in both "not" lists
     for text, v in items.items():
         assert v.label not in ("stale", "contradicted"), (text, v)
+
+
+CONFVALS_V1 = """Reference
+=========
+
+Configuration options
+---------------------
+
+.. confval:: log_dir
+
+   Sets the directory where log files are written. Default directory is ``.acme_logs`` which is
+   created in the project root.
+
+.. confval:: ignore_dirs
+
+   Directory name patterns to skip when collecting files.
+   Default patterns are ``'.*'``, ``'build'``, ``'dist'``, ``'node_modules'``.
+
+.. confval:: report_dir
+
+   Sets the directory where reports are written. Default directory is ``.acme_reports`` which is
+   created in the project root.
+
+.. confval:: strict
+
+   Turns every warning into an error. Default is ``false``.
+"""
+
+CONFVALS_V2 = """Reference
+=========
+
+Configuration options
+---------------------
+
+.. confval:: log_dir
+   :type: ``str``
+   :default: ``".acme_logs"``
+
+   Sets the directory where log files are written, relative to the project root.
+
+.. confval:: ignore_dirs
+   :type: ``list[str]``
+   :default: ``[".*", "build", "dist", "node_modules"]``
+
+   Directory name patterns to skip when collecting files.
+
+.. confval:: report_dir
+   :type: ``str``
+   :default: ``"reports"``
+
+   Sets the directory where reports are written, relative to the project root.
+
+.. confval:: strict
+   :type: ``bool``
+   :default: ``true``
+
+   Turns every warning into an error.
+"""
+
+
+def test_a_prose_default_moved_into_its_entrys_default_field_still_stands(tmp_path):
+    """A release that moved each entry's default from its prose into the directive's
+    ``:default:`` option (read as the entry's row) changed no default: the prose sentence is
+    supported by the row that holds its value; a default that changed there is still a finding."""
+    from kb.verify.policy import FIELD_DEFAULT_NOTE
+
+    verdicts = _audit(tmp_path, "reference.rst", CONFVALS_V1, CONFVALS_V2)
+    kept = verdicts["Default directory is .acme_logs which is created in the project root."]
+    assert kept.label == "supported" and FIELD_DEFAULT_NOTE in kept.rationale, kept
+    assert "log_dir" in (kept.evidence_sentence or ""), kept
+    patterns = verdicts["Default patterns are '.*', 'build', 'dist', 'node_modules'."]
+    assert patterns.label == "supported" and FIELD_DEFAULT_NOTE in patterns.rationale, patterns
+    changed = verdicts["Default directory is .acme_reports which is created in the project root."]
+    assert changed.label in ("stale", "contradicted"), changed
+    # a plain word is every entry's default: "false" in some row names no entry's value
+    plain = verdicts["Default is false."]
+    assert plain.label != "supported" and FIELD_DEFAULT_NOTE not in plain.rationale, plain

@@ -462,6 +462,26 @@ def test_the_roles_of_sphinx_extensions_read_as_their_text():
     assert [b.text for b in renamed.blocks] == [b.text for b in doc.blocks]
 
 
+def test_a_reference_name_keeps_its_word():
+    """``pipx_`` and ``guide__`` are links whose text is the word before the underscores: the
+    word stays in the sentence, so a page that writes the same link another way reads the same."""
+    page = (
+        "Development\n===========\n\n"
+        "Install your own tox (using pipx_ or similar is fine), read the guide__ first, then tox_docs_.\n\n"
+        ".. _pipx: https://pipx.pypa.io\n"
+        "__ https://example.org/guide\n"
+        ".. _tox_docs: https://tox.wiki\n"
+    )
+    doc = parse(page, "development.rst")
+    check_offsets(doc)
+    assert [b.text for b in doc.blocks] == [
+        "Development",
+        "Install your own tox (using pipx or similar is fine), read the guide first, then tox_docs.",
+    ]
+    linked = parse(page.replace("pipx_", ":pypi:`pipx`"), "development.rst")
+    assert linked.blocks[1].text == doc.blocks[1].text
+
+
 def test_an_admonition_title_may_hold_quotes_of_its_own():
     # Python-Markdown reads the title up to the line's last quote: a link title inside it
     # does not end the title, and the line is not left behind as prose

@@ -30,10 +30,16 @@ SIGNED = "The release is signed by Florian, who keeps the signing key of the pro
 for _page in ("docs/urls.md", "docs/pager.md", "docs/cli.md"):
     PAGES[_page] += f"\n{SIGNED}\n"
 
+# a product that no longer writes its major version on its name: the same product
+ENGINE = "Every page is rendered with Jinja2, which escapes the HTML of each template variable."
+for _page in ("docs/urls.md", "docs/pager.md", "docs/deploy.md"):
+    PAGES[_page] += f"\n{ENGINE}\n"
+
 
 def _newer(text: str) -> str:
     return (
         text.replace("Florian", "Freya")
+        .replace("Jinja2", "Jinja")
         .replace("site configuration", "project configuration")
         .replace("multilingual sites", "multilingual projects")
         .replace("Import a site", "Import a project")
@@ -61,6 +67,9 @@ def test_a_term_renamed_across_pages_is_supported_and_a_state_changed_across_pag
     # a name changed on as many pages is another person, not a term renamed
     signed = [v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id and c.source_text == SIGNED]
     assert signed and all(v.label in ("stale", "contradicted") for v in signed), signed
+    engine = [v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id and c.source_text == ENGINE]
+    assert len(engine) == 3 and all(v.label == "supported" for v in engine), engine
+    assert "jinja2 -> jinja" in engine[0].rationale, engine[0]
     # five pages flipped a default alike: that is a change of fact on each, not a rename
     flipped = verdicts["The download cache is enabled by default for every module that the build reads."]
     assert flipped.label in ("stale", "contradicted"), flipped
@@ -70,3 +79,8 @@ def test_a_name_is_not_renamed_with_the_word():
     text, took = with_terms_renamed("Read site.Params or pass --site to change the Site title.", {"site": "project"})
     assert text == "Read site.Params or pass --site to change the Project title."
     assert took == {"site": "project"}
+
+
+def test_a_name_keeps_its_capitals_when_its_version_number_goes():
+    text, took = with_terms_renamed("Run it on PyPy3 or on CPython.", {"pypy3": "pypy"})
+    assert text == "Run it on PyPy or on CPython." and took == {"pypy3": "pypy"}

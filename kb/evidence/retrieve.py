@@ -600,6 +600,8 @@ class Retriever(SourceVersions):
                 verbatim, renames = self.stated_verbatim(claim), ""
                 if verbatim is None and (found := self.stated_renamed(claim)) is not None:
                     verbatim, renames = found
+                if verbatim is None:
+                    verbatim = self.default_in_field(claim)
                 t = None if verbatim is None else self._passage_holding(verbatim)
                 if verbatim is not None and t is not None and verbatim not in sentence.values():
                     if t not in sentence:

@@ -58,7 +58,9 @@ _STATE_WORDS = frozenset("""
 _PROSE = re.compile(r"[a-z]{3,}")
 _LETTERS = re.compile(r"[A-Za-z]+")
 # a word as it stands in a claim: not part of a name ("site.Params", "--site", "site_config")
-_TERM = re.compile(r"(?<![\w.\-/$@#:])[A-Za-z]+(?![\w\-/]|\.\w)")
+_TERM = re.compile(r"(?<![\w.\-/$@#:])[A-Za-z]+\d*(?![\w\-/]|\.\w)")
+# a product's name with its major version written on ("Jinja2", "PyPy3"): a capital, letters, digits
+_VERSIONED_NAME = re.compile(r"(?<![\w.\-/$@#:])[A-Z][A-Za-z]{2,}\d+(?![\w\-/]|\.\w)")
 
 
 # a word with its inner separators: an identifier keeps them (email_validator is not email-validator)
@@ -80,6 +82,55 @@ def _lower_case_words(text: str) -> set[str]:
     return {w for w in _LETTERS.findall(text) if w.islower() and _PROSE.fullmatch(w)}
 
 
+def _versioned_names(text: str) -> set[str]:
+    """The names a sentence writes with a version number on them, lower case ("jinja2")."""
+    return {m.group().lower() for m in _VERSIONED_NAME.finditer(text)}
+
+
+def _names(text: str) -> set[str]:
+    """The letters-only words a sentence writes with a capital, lower case ("jinja")."""
+    return {w.lower() for w in _LETTERS.findall(text) if not w.islower() and _PROSE.fullmatch(w.lower())}
+
+
+def _version_dropped(old: str, new: str) -> bool:
+    """``old`` is ``new`` with a version number written on: "jinja2" -> "jinja"."""
+    return old.startswith(new) and old[len(new) :].isdigit()
+
+
+# a sentence that states a default in prose: "Default directory is ``.cache`` which ...",
+# "Default patterns are '*.egg', '.*'" (the value, then at most a clause about it)
+_PROSE_DEFAULT = re.compile(r"(?:the\s+)?default(?:\s+[a-z]+){0,2}\s+(?:is|are)\s+(?P<value>.+?)\s*\.?", re.I)
+_AFTER_VALUE = re.compile(r"\s+(?:which|that|where|when|so|but|unless|if|in|on|for)\b.*$", re.I)
+_ITEMS = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+_QUOTES = "'\"`"
+
+
+def _items(value: str) -> tuple[str, ...]:
+    return tuple(item.strip().strip(_QUOTES) for item in _ITEMS.split(value.strip()))
+
+
+def prose_default(text: str) -> tuple[str, ...] | None:
+    """The value a prose sentence gives as a default ("Default directory is .cache which is
+    created in the root." -> (".cache",), "Default patterns are '*.egg', '.*'." -> ("*.egg",
+    ".*")); None for any other sentence, and for a plain word or number ("Default is False."):
+    the same word is every other entry's default too, so it names no entry's value."""
+    m = _PROSE_DEFAULT.fullmatch(text.strip())
+    if m is None:
+        return None
+    items = _items(_AFTER_VALUE.sub("", m.group("value")))
+    if not all(items) or any(" " in item for item in items) or (len(items) == 1 and items[0].isalnum()):
+        return None
+    return items
+
+
+def cell_default(cell: str) -> tuple[str, ...]:
+    """A field cell's value as items: ``[".*", "build"]`` and ``".cache"`` as a sentence lists them."""
+    cell = cell.strip()
+    if cell[:1] == "[" and cell[-1:] == "]":
+        cell = cell[1:-1]
+    return _items(cell)
+
+
 def with_terms_renamed(text: str, renamed: dict[str, str]) -> tuple[str, dict[str, str]]:
     """``text`` with each prose word that ``renamed`` maps (lower case) replaced, a capital kept,
     and the renames it took. Words inside names ("site.Params", "--site") stay."""
@@ -91,6 +142,8 @@ def with_terms_renamed(text: str, renamed: dict[str, str]) -> tuple[str, dict[st
         if new is None:
             return word
         took[word.lower()] = new
+        if _version_dropped(word.lower(), new):
+            return word[: len(new)]  # the name keeps its own capitals: "PyPy3" -> "PyPy"
         return new.capitalize() if word[:1].isupper() else new
 
     return _TERM.sub(rename, text), took
@@ -297,19 +350,30 @@ class SourceVersions:
                         (sentence_key(self.sentences[i].text), self.sentences[i].text) for i in range(*self._version_sentences[v])
                     )
             masked: dict[tuple[str, str], set[str]] = {}
+            named: dict[tuple[str, str], set[str]] = {}
             for key in new_keys.keys() - old_keys.keys():
-                words, common = key.split(), _lower_case_words(new_keys[key])
+                words, common, names = key.split(), _lower_case_words(new_keys[key]), _names(new_keys[key])
                 for i, w in enumerate(words):
+                    around = (" ".join(words[:i]), " ".join(words[i + 1 :]))
                     if _PROSE.fullmatch(w) and w in common:
-                        masked.setdefault((" ".join(words[:i]), " ".join(words[i + 1 :])), set()).add(w)
+                        masked.setdefault(around, set()).add(w)
+                    elif w in names:
+                        named.setdefault(around, set()).add(w)
             for key in old_keys.keys() - new_keys.keys():
-                words, common = key.split(), _lower_case_words(old_keys[key])
+                words, common, versioned = key.split(), _lower_case_words(old_keys[key]), _versioned_names(old_keys[key])
                 for i, w in enumerate(words):
-                    for n in masked.get((" ".join(words[:i]), " ".join(words[i + 1 :])), ()) if w in common else ():
+                    around = (" ".join(words[:i]), " ".join(words[i + 1 :]))
+                    for n in masked.get(around, ()) if w in common else ():
                         stems = (stem_overlap(w), stem_overlap(n))
                         if stems[0] != stems[1] and not ({w, n, *stems} & _STATE_WORDS):
                             pages.setdefault(stems, set()).add(sid)
                             spelled.setdefault(stems, set()).add((w, n))
+                    # a product's name that no longer writes its major version ("Jinja2" ->
+                    # "Jinja") names the same product; a name changed otherwise is a change of fact
+                    for n in named.get(around, ()) if w in versioned else ():
+                        if _version_dropped(w, n):
+                            pages.setdefault((w, n), set()).add(sid)
+                            spelled.setdefault((w, n), set()).add((w, n))
         swept = sorted(stems for stems, sids in pages.items() if len(sids) >= MIN_RENAMED_PAGES)
         # a word renamed two ways ("option" -> "setting" here, "flag" there) is no one rename
         ways = Counter(old for old, _ in swept)
@@ -335,6 +399,21 @@ class SourceVersions:
             return None
         here = [i for i in written if " > ".join(self.sentences[i].section) == claim.section]
         return (here or written)[0], ", ".join(f"{w}>{n}" for w, n in sorted(took.items()))
+
+    def default_in_field(self, claim: Claim) -> int | None:
+        """A table row of the newest corpus, under the claim's own heading path, with a cell that
+        holds the default the claim states in prose (``prose_default``): a reference that moved
+        "Default directory is .cache" into its entry's ``:default:`` field (read as the entry's
+        row) still states it. None when the claim states no such default or no row holds it."""
+        values = prose_default(claim.source_text or claim.text)
+        if not values:
+            return None
+        for i in self._newest_corpus()[2]:
+            span = self.sentences[i]
+            if " | " in span.text and " > ".join(span.section) == claim.section:
+                if any(cell_default(cell) == values for cell in span.text.split(" | ")[1:]):
+                    return i
+        return None
 
     def stated_verbatim(self, claim: Claim) -> int | None:
         """A sentence of the newest corpus that states the claim as written (``states_as_written``);

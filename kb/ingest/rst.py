@@ -162,6 +162,7 @@ _WORD = re.compile(r"\S+")
 _PIECE = re.compile(r"\w+|\W")
 _WORDCHAR = re.compile(r"\w")
 _FIRST_PIECE = re.compile(r"\w+")
+_REFERENCE_END = re.compile(r"__?(?!\w)")  # the underscores that end a reference name: "pipx_"
 _NEWLINE = re.compile(r"\n")
 _OPENING = {")": "(", "]": "["}
 _NEAR = 40  # markup between two words (a role's name, backquotes, a line break) is rarely longer
@@ -231,12 +232,17 @@ class _Locator:
     def _find(self, s: str, lo: int, hi: int) -> int:
         """Where ``s`` stands in the source between ``lo`` and ``hi`` as a word of its own, not
         inside a longer one: ``string`` is not the start of ``bytestring`` beside it, and a word
-        that ends a sentence ("hello.") is not the start of ``hello.web``."""
+        that ends a sentence ("hello.") is not the start of ``hello.web``. A reference name's
+        closing underscores (``pipx_``, ``guide__``) are markup, not part of the word."""
         text = self.text
         at = text.find(s, lo, hi)
         while at >= 0 and (
             (_WORDCHAR.match(s[0]) and at > 0 and _WORDCHAR.match(text[at - 1]))
-            or ((_WORDCHAR.match(s[-1]) or (s[-1] in ".,;:" and _WORDCHAR.match(s[-2:]))) and _WORDCHAR.match(text, at + len(s)))
+            or (
+                (_WORDCHAR.match(s[-1]) or (s[-1] in ".,;:" and _WORDCHAR.match(s[-2:])))
+                and _WORDCHAR.match(text, at + len(s))
+                and not (s[-1] != "_" and _REFERENCE_END.match(text, at + len(s)))
+            )
         ):
             at = text.find(s, at + 1, hi)
         return at

@@ -33,12 +33,13 @@ from typing import Any
 from kb.claims.split import ENTRY_TERM, SETTING_NOTE, code_like, entry_term, field_name, keyed_setting_line, setting_line, setting_option
 from kb.claims.text import passage_sentences, sentence_spans
 from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
-from kb.evidence.versions import parse_renames, with_terms_renamed, written_key
+from kb.evidence.versions import cell_default, parse_renames, prose_default, with_terms_renamed, written_key
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import ADDED_NOTE
 from kb.verify.ort_judge import load_judge
 from kb.verify.policy import (
     DEFAULT_THRESHOLDS,
+    FIELD_DEFAULT_NOTE,
     OPTION_ELSEWHERE_NOTE,
     OTHER_HEADING_NOTE,
     OTHER_ROW_NOTE,
@@ -75,11 +76,25 @@ OTHER_LIST_NOTE = "the sentence is the lead-in of another list, beside the claim
 # sure enough that the model does not read it. The entry's own row, as wide as the KB's, holds the
 # cell's value in its place (supports) or another value there (the value changed).
 OTHER_ROW_CONFIDENCE = 0.9
+FIELD_DEFAULT_CONFIDENCE = 0.95
 SAME_ROW_CONFIDENCE = 0.95
 CELL_CHANGED_CONFIDENCE = 0.85
 _CELL_PLACE = re.compile(r"column (\d+) of (\d+)")
 # An issue label that opens a changelog entry: "#9488: ", ":issue:`3616`: ", "issue #12 - "
 ISSUE_LABEL = re.compile(r"^\s*(?::issue:`?\d+`?|#\d+|issue\s*#?\d+)\s*[:\-\u2013]\s*", re.IGNORECASE)
+
+
+def _default_in_field(claim: Claim, sentence: str, section: str) -> Judgement | None:
+    """A prose default ("Default directory is .cache which ...") against a table row under the
+    claim's heading path whose cell holds that value: a reference that moved its defaults into
+    each entry's field (Sphinx's ``:default:``, read as the entry's row) still states it."""
+    values = prose_default(claim.source_text or claim.text)
+    if not values or " | " not in sentence or section != claim.section:
+        return None
+    cells = sentence.split(" | ")
+    if not any(cell_default(cell) == values for cell in cells[1:]):
+        return None
+    return Judgement("supports", FIELD_DEFAULT_CONFIDENCE, "rules", f"{FIELD_DEFAULT_NOTE} ({cells[0].strip()})")
 
 
 def table_judgement(claim: Claim, sentence: str, passage: str = "", section: str = "") -> Judgement | None:
@@ -443,6 +458,9 @@ class Verifier:
             row = table_judgement(claim, sentence, ev.passage or "", ev.section)
             if row is not None:
                 return row, sentence
+        field = _default_in_field(claim, sentence, ev.section)
+        if field is not None:
+            return field, sentence
         texts = [claim.text]
         if claim.source_text and canonical(claim.source_text) != canonical(claim.text):
             texts.append(claim.source_text)

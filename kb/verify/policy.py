@@ -77,6 +77,8 @@ UNDECIDABLE_TYPES = ("speculative", "normative")
 # A source's newest version that states the claim as written, word for word, settles it: the
 # fact did not change there, whatever a model reads into another sentence.
 STATED_AS_WRITTEN_CONFIDENCE = 0.95
+# a prose default that the newest release states in its entry's field row (kb/verify _default_in_field)
+FIELD_DEFAULT_NOTE = "the default the claim states is in its entry's default field under the same heading"
 RESTATED_CONFIDENCE = 0.7  # below a model's sure support: the words were compared, not the meaning
 REMOVED_ACTION = "removed in"  # a stale verdict's action that starts so: the fact is gone, not changed
 # a stale verdict's action when the newest source still states the claim but is past its window
@@ -353,7 +355,9 @@ def decide(
     if sup and not vague:
         # the newest versions support only loosely while an older version of one of them said
         # it word for word: that source reworded the statement (e.g. added a condition)
-        loose = all(v[2].confidence < th["verbatim"] for v in sup.values())
+        # (a default moved from prose into its entry's field is the statement kept, not reworded)
+        loose = all(v[2].confidence < th["verbatim"] and not v[2].rationale.startswith(FIELD_DEFAULT_NOTE)
+                    for v in sup.values())  # fmt: skip
         if loose:
             for sid in sup:
                 old = best(history.get(sid, []), "supports", th["verbatim"])
