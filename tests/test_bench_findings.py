@@ -130,6 +130,9 @@ def test_release_choice():
         ("hugo", 0.4, 40),
         ("redux-toolkit", 0.1333, 30),
         ("pytest", 0.3, 40),
+        ("hatch", 0.3684, 19),
+        ("task", 0.45, 40),
+        ("pip", 0.75, 40),
     ],
 )
 def test_the_judged_samples_score_as_documented(name, precision, judged):
