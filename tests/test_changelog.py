@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import date
 
-from test_git_sources import git, make_repo, release
+from test_git_sources import audit_releases, git, make_repo, release, two_releases
 
 from kb.chain import run_audit
 from kb.config import Settings
@@ -58,6 +58,9 @@ def test_release_headings_and_file_names():
     for name in ("CHANGELOG.md", "changes.rst", "HISTORY.md", "NEWS", "RELEASE_NOTES.md", "release-notes.md"):
         assert is_changelog(name), name
     assert not is_changelog("guide.md") and is_changelog("whatsnew.md", {"kind": "changelog"})
+    # a folder of release notes, one page per component ("history/hatchling.md")
+    assert is_changelog("history/hatchling.md") and is_changelog("docs/releases/v2.md")
+    assert not is_changelog("guides/install.md")
 
 
 def test_each_section_is_a_dated_source(tmp_path):
@@ -192,3 +195,34 @@ def test_a_version_written_under_two_headings_is_one_source(tmp_path):
     assert sorted(by_id) == ["CHANGES.md#1.0.0", "CHANGES.md#2.0.0"] and errors == []
     assert [b.text for b in by_id["CHANGES.md#2.0.0"].blocks] == ["Faster startup.", "Smaller wheels."]
     assert by_id["CHANGES.md#2.0.0"].source_date == date(2024, 2, 1)
+
+
+HISTORY_V1 = """# Builder history
+
+## [1.10.0](https://example.com/releases/v1.10.0) - 2022-09-18 ## {: #v1.10.0 }
+
+***Added:***
+
+- Add the following to the list of directories that cannot be traversed: `__pypackages__`, `.hg`, `.hatch`, `.tox`, `.nox`
+
+## [1.9.0](https://example.com/releases/v1.9.0) - 2022-08-01 ## {: #v1.9.0 }
+
+***Fixed:***
+
+- Fix the order of the build targets when several are given on the command line
+"""
+HISTORY_V2 = HISTORY_V1.replace(
+    "# Builder history\n",
+    "# Builder history\n\n## [1.24.2](https://example.com/releases/v1.24.2) - 2024-04-22 ## {: #v1.24.2 }\n\n"
+    "***Fixed:***\n\n- Add `.venv` to the list of directories that cannot be traversed\n",
+)
+
+
+def test_an_item_of_a_release_note_in_a_history_folder_stays_that_releases_note(tmp_path):
+    """A page of a history folder is a changelog, its attr_list release headings are releases, and
+    an item of an old release's list is not undone by a later release's entry about that list."""
+    clone = two_releases(tmp_path, {"docs/history/builder.md": HISTORY_V1}, {"docs/history/builder.md": HISTORY_V2})
+    result = audit_releases(clone, tmp_path / "cache")
+    labels = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id and c.checkworthy}
+    items = {t: v for t, v in labels.items() if t in ("__pypackages__", ".hg", ".hatch", ".tox", ".nox")}
+    assert items and all(v.label not in ("stale", "contradicted") for v in items.values()), items

@@ -278,6 +278,15 @@ def test_link_definitions_footnotes_and_heading_attributes():
     check_offsets(doc)
 
 
+def test_attribute_lists_after_a_closing_sequence_leave_the_heading_alone():
+    # Python-Markdown's attr_list, as MkDocs sites write release headings
+    doc = parse("## [1.10.0](https://example.com/v1.10.0) - 2022-09-18 ## {: #v1.10.0 }\n\nAdded a flag.\n\n## Other { .wide }\n\nText.\n")
+    assert [(b.kind, b.text) for b in doc.blocks] == [
+        ("heading", "1.10.0 - 2022-09-18"), ("paragraph", "Added a flag."), ("heading", "Other"), ("paragraph", "Text.")
+    ]  # fmt: skip
+    check_offsets(doc)
+
+
 def test_mdx_imports_are_not_prose():
     doc = parse("import Tabs from '@theme/Tabs';\n\n# Guide\n\n<Callout>The CLI is fast.</Callout>\n", "g.mdx")
     assert [b.text for b in doc.blocks] == ["Guide", "The CLI is fast."]

@@ -44,7 +44,8 @@ _RELEASE = re.compile(
 def is_changelog(path: str, meta: dict | None = None) -> bool:
     if meta and str(meta.get("kind", "")).strip().lower() == KIND:
         return True
-    return bool(_NAME.fullmatch(PurePosixPath(path).name))
+    # a file so named, or any file of a folder so named ("history/hatchling.md", "releases/v2.md")
+    return any(_NAME.fullmatch(part) for part in PurePosixPath(path).parts)
 
 
 # "pytest 3.7.0 (2018-07-30)": a release heading that names its product first. Only with a date

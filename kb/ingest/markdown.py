@@ -34,7 +34,8 @@ _RAW_HTML_OPEN = re.compile(r" {0,3}<(script|style|pre|textarea)(?:\s|>|$)", re.
 _MDX_ESM = re.compile(r"(?:import|export)\s")
 _FOOTNOTE_DEF = re.compile(r" {0,3}\[\^[^\]\s]{1,50}\]:[ \t]*")
 _LINK_DEF = re.compile(r" {0,3}\[[^\]^][^\]]{0,200}\]:[ \t]*\S+")
-_HEADING_ATTRS = re.compile(r"[ \t]*\\?\{[#.][^{}]{0,200}\}[ \t]*$")  # "\{#id}": MDX's escaped form
+# "{#id}", "{: #id .class }" (Python-Markdown's attr_list), "\{#id}" (MDX's escaped form)
+_HEADING_ATTRS = re.compile(r"[ \t]*\\?\{:?[ \t]*[#.][^{}]{0,200}\}[ \t]*$")
 
 
 def _looks_like_title(line: str) -> bool:
@@ -441,12 +442,14 @@ class MarkdownParser:
             hm = _ATX.match(line)
             if hm:
                 content = line[hm.end() :]
+                # attributes first ("## Title {#anchor}"): with them after a closing sequence
+                # ("## 1.10.0 ## {: #v1.10.0 }", Python-Markdown's attr_list) the hashes close it
+                am = _HEADING_ATTRS.search(content)
+                if am:
+                    content = content[: am.start()]
                 cm = _ATX_CLOSE.search(content)
                 if cm:
                     content = content[: cm.start()]
-                am = _HEADING_ATTRS.search(content)
-                if am:
-                    content = content[: am.start()]  # "## Title {#anchor}"
                 self._heading(len(hm.group(1)), [(content.strip(), base + hm.end() + len(content) - len(content.lstrip()))])
                 i += 1
                 continue

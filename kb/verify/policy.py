@@ -33,7 +33,7 @@ from rapidfuzz import fuzz
 from kb.claims.split import MAX_KEYED_SETTING_WORDS, SETTING_NOTE, keyed_setting_line
 from kb.claims.text import passage_sentences, sentence_spans
 from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
-from kb.evidence.changelog import is_changelog
+from kb.evidence.changelog import is_changelog, release_heading
 from kb.evidence.passages import sentence_key
 from kb.evidence.versions import STILL_STATED, states_as_written, written_key
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
@@ -334,7 +334,7 @@ def decide(
             sup = {}  # a sure refutation against a barely-better-than-chance support
         elif top_s[2].confidence >= th["clear_side"] and top_r[2].confidence < th["weak_side"]:
             ref = {}
-        elif _entry_of_its_release(claim, sup, th["verbatim"]):
+        elif _entry_of_its_release(claim, sup, th["verbatim"]) or _its_release_supports(claim, sup):
             ref = {}  # a release note states what its release did; a later entry's change is no refutation of it
         else:
             superseding = _changelog_supersedes(claim, base, sup, ref)
@@ -687,6 +687,16 @@ def _entry_of_its_release(claim: Claim, sup: dict, bar: float) -> bool:
     return is_changelog(claim.doc_id) and any(
         v[1].source_kind == "changelog" and v[2].relation == "supports" and v[2].confidence >= bar for v in sup.values()
     )
+
+
+def _its_release_supports(claim: Claim, sup: dict) -> bool:
+    """The claim stands in a changelog under a release's heading, and the newest changelog's
+    section of that same release supports it: it is that release's note (an item of its list,
+    "Add the following to the list of ...: .nox"), which a later release's entry does not undo."""
+    if not is_changelog(claim.doc_id):
+        return False
+    releases = {found[0] for part in claim.section.split(" > ") if (found := release_heading(part))}
+    return bool(releases) and any(v[1].source_kind == "changelog" and v[1].source_id.rpartition("#")[2] in releases for v in sup.values())
 
 
 def _revised(claim: Claim, base: dict, sid: str, old, rev, th) -> Verdict:
