@@ -10,6 +10,7 @@ from kb.chain import run_audit
 from kb.config import Settings
 from kb.verify.rules import judge_rules
 from kb.verify.tokens import word_tokens
+from tests.test_git_sources import audit_releases, two_releases
 
 TABLE = """# Shells
 
@@ -104,3 +105,38 @@ def test_a_first_cell_on_every_row_names_no_entry(tmp_path):
     # a value gone from the rows in view is not pinned on a neighbour's row
     gone = verdicts["top: ico is :grin:"]
     assert gone.label == "uncertain" and ":face_exhaling:" not in gone.rationale, gone
+
+
+API_V1 = """# API Reference
+
+## Task
+
+| Attribute | Type | Description |
+| --- | --- | --- |
+| `summary` | `string` | A longer description of the task. This is displayed when calling `task --summary [task]`. |
+| `vars` | `map[string]Variable` | A set of variables that can be used in the task and in every command it runs. |
+| `dir` | `string` | The directory in which this task should run. Defaults to the current working directory. |
+"""
+SCHEMA_V2 = """# Schema Reference
+
+## Task attributes
+
+| Attribute | Type | Default | Description |
+| --- | --- | --- | --- |
+| `summary` | `string` | | A longer description of the task. This is displayed when calling `task --summary [task]`. |
+| `vars` | `map[string]Variable` | | A set of variables that can be used in the task and in every command it runs. |
+| `dir` | `string` | | The directory in which this task should run. Defaults to the directory of the Taskfile. |
+"""
+
+
+def test_a_cell_of_a_table_moved_to_another_page_still_stands(tmp_path):
+    # the reference page was split: its rows stand on a new page, under other headings, with a column more
+    clone = two_releases(tmp_path, {"docs/api.md": API_V1}, {"docs/reference/schema.md": SCHEMA_V2, "docs/api.md": None})
+    result = audit_releases(clone, tmp_path / "cache")
+    cells = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    kept = cells["A set of variables that can be used in the task and in every command it runs."]
+    assert kept.label == "supported", kept
+    two = cells["A longer description of the task. This is displayed when calling task --summary [task]."]
+    assert two.label == "supported", two
+    changed = cells["The directory in which this task should run. Defaults to the current working directory."]
+    assert changed.label != "supported", changed

@@ -164,6 +164,7 @@ class Retriever(SourceVersions):
         self._current: tuple[dict[str, list[int]], list[str], list[int]] | None = None  # the newest corpus's sentence keys, lazily
         self._corpus_newest: date | None = None  # the newest source date of the index, lazily
         self._renamed: dict[str, str] | None = None  # terms the newest release renamed, lazily
+        self._cells: dict[str, list[tuple[int, int, str]]] | None = None  # the newest corpus's table cells, lazily
 
     # ------------------------------------------------------------ index
 
@@ -174,7 +175,7 @@ class Retriever(SourceVersions):
 
     def index(self, sources: list[SourceDoc]) -> None:
         """(Re)build the index over every passage of every source version."""
-        self._current = self._corpus_newest = self._renamed = None
+        self._current = self._corpus_newest = self._renamed = self._cells = None
         passages, sentences, p_sent, version_of, ranges, sent_ranges = [], [], [], [], [], []
         by_source: dict[str, list[int]] = {}
         texts = []
@@ -608,6 +609,14 @@ class Retriever(SourceVersions):
                         chosen.insert(0, t)
                     sentence[t] = verbatim  # a chosen passage holding it reads as that sentence
                 renamed_at = {j: renames for j in chosen if renames and sentence[j] == verbatim}
+                # or a table cell states it: the row is evidence (a chosen passage holding the
+                # whole cell reads as the row)
+                cell = self.stated_in_cell(claim) if verbatim is None else None
+                if cell is not None:
+                    t, row = cell
+                    if t not in sentence:
+                        chosen.insert(0, t)
+                    sentence[t] = row
                 gone_in: dict[int, str] = {}
                 for j in list(chosen):
                     gone = self.removed_in(sentence[j]) or self.passages[j].deleted_in

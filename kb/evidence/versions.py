@@ -186,6 +186,7 @@ class SourceVersions:
     _sentence_starts: np.ndarray
     _current: tuple[dict[str, list[int]], list[str], list[int]] | None
     _renamed: dict[str, str] | None
+    _cells: dict[str, list[tuple[int, int, str]]] | None
 
     # ------------------------------------------------------------ alignment
 
@@ -429,6 +430,53 @@ class SourceVersions:
                                                                and self._names_option(i, setting_option(claim)))]  # fmt: skip
         here = [i for i in written if " > ".join(self.sentences[i].section) == claim.section]
         return (here or written or [None])[0]
+
+    def stated_in_cell(self, claim: Claim) -> tuple[int, int] | None:
+        """A table row of the newest corpus with a cell that states the claim word for word ("A
+        set of variables that can be used in the task." in a row of a page the reference was split
+        into), one under the claim's heading path first: the passage that holds the whole cell and
+        the row's first sentence. None when there is none, no passage holds the whole cell, or the
+        claim is too short to name one fact anywhere."""
+        key = sentence_key(claim.source_text)
+        if len(key.split()) < VERBATIM_ANYWHERE_WORDS:
+            return None
+        claim_key = written_key(claim.source_text)
+        rows = [(i, last) for i, last, cell in self._newest_cells().get(key, ()) if written_key(cell) == claim_key]
+        rows.sort(key=lambda r: " > ".join(self.sentences[r[0]].section) != claim.section)
+        for i, last in rows:
+            a, b = self._version_range[self._version_of_sentence(i)]
+            starts, ends = self._p_sent[a:b, 0], self._p_sent[a:b, 1]
+            # the passage must hold the cell to its end: the rules read a cut row on in its passage
+            whole = np.nonzero((starts <= i) & (last < ends))[0]
+            if len(whole):
+                return int(a + whole[0]), i
+        return None
+
+    def _newest_cells(self) -> dict[str, list[tuple[int, int, str]]]:
+        """The cells of the newest corpus's table rows (cells joined by " | ") that are long enough
+        to name one fact anywhere: sentence key -> (the row's sentence, the cell). A row's last cell
+        goes on into the sentences the row was cut into ("... of the task. This is displayed ...")."""
+        if self._cells is None:
+            cells: dict[str, list[tuple[int, int, str]]] = {}
+            where = self._newest_corpus()[2]
+            for n, i in enumerate(where):
+                row = self.sentences[i]
+                if " | " not in row.text:
+                    continue
+                parts = row.text.split(" | ")[1:]
+                prev, last = row, i
+                for j in where[n + 1 : n + 4]:
+                    nxt = self.sentences[j]
+                    if nxt.start - prev.end > 1 or nxt.section != row.section or " | " in nxt.text:
+                        break
+                    parts[-1] = f"{parts[-1]} {nxt.text}"
+                    prev, last = nxt, j
+                for k, cell in enumerate(parts, start=1):
+                    key = sentence_key(cell)
+                    if len(key.split()) >= VERBATIM_ANYWHERE_WORDS:
+                        cells.setdefault(key, []).append((i, last if k == len(parts) else i, cell))
+            self._cells = cells
+        return self._cells
 
     def _names_option(self, sentence: int, option: str) -> bool:
         """For a setting line read with its option (``option``; "" for any other claim), whether the
