@@ -131,6 +131,12 @@ def cell_default(cell: str) -> tuple[str, ...]:
     return _items(cell)
 
 
+def row_holds_default(row: str, values: tuple[str, ...]) -> bool:
+    """Whether a table row (cells joined by " | ") holds ``values`` (``prose_default``) in a cell
+    after its key."""
+    return " | " in row and any(cell_default(cell) == values for cell in row.split(" | ")[1:])
+
+
 def with_terms_renamed(text: str, renamed: dict[str, str]) -> tuple[str, dict[str, str]]:
     """``text`` with each prose word that ``renamed`` maps (lower case) replaced, a capital kept,
     and the renames it took. Words inside names ("site.Params", "--site") stay."""
@@ -398,8 +404,7 @@ class SourceVersions:
                                                                " > ".join(self.sentences[i].section))]  # fmt: skip
         if not written:
             return None
-        here = [i for i in written if " > ".join(self.sentences[i].section) == claim.section]
-        return (here or written)[0], ", ".join(f"{w}>{n}" for w, n in sorted(took.items()))
+        return self._own_heading_first(claim, written)[0], ", ".join(f"{w}>{n}" for w, n in sorted(took.items()))
 
     def default_in_field(self, claim: Claim) -> int | None:
         """A table row of the newest corpus, under the claim's own heading path, with a cell that
@@ -411,9 +416,8 @@ class SourceVersions:
             return None
         for i in self._newest_corpus()[2]:
             span = self.sentences[i]
-            if " | " in span.text and " > ".join(span.section) == claim.section:
-                if any(cell_default(cell) == values for cell in span.text.split(" | ")[1:]):
-                    return i
+            if " > ".join(span.section) == claim.section and row_holds_default(span.text, values):
+                return i
         return None
 
     def stated_verbatim(self, claim: Claim) -> int | None:
@@ -428,8 +432,14 @@ class SourceVersions:
                                                                " > ".join(self.sentences[i].section),
                                                                alone=homes[self._sentence_home(i)] == 1
                                                                and self._names_option(i, setting_option(claim)))]  # fmt: skip
-        here = [i for i in written if " > ".join(self.sentences[i].section) == claim.section]
-        return (here or written or [None])[0]
+        return (self._own_heading_first(claim, written) or [None])[0]
+
+    def _own_heading_first(self, claim: Claim, sentences: list[int]) -> list[int]:
+        """``sentences`` with those under the claim's own heading path first, in order."""
+        return sorted(sentences, key=lambda i: not self._under_claims_heading(claim, i))
+
+    def _under_claims_heading(self, claim: Claim, sentence: int) -> bool:
+        return " > ".join(self.sentences[sentence].section) == claim.section
 
     def stated_in_cell(self, claim: Claim) -> tuple[int, int] | None:
         """A table row of the newest corpus with a cell that states the claim word for word ("A
@@ -442,8 +452,7 @@ class SourceVersions:
             return None
         claim_key = written_key(claim.source_text)
         rows = [(i, last) for i, last, cell in self._newest_cells().get(key, ()) if written_key(cell) == claim_key]
-        rows.sort(key=lambda r: " > ".join(self.sentences[r[0]].section) != claim.section)
-        for i, last in rows:
+        for i, last in sorted(rows, key=lambda row: not self._under_claims_heading(claim, row[0])):
             a, b = self._version_range[self._version_of_sentence(i)]
             starts, ends = self._p_sent[a:b, 0], self._p_sent[a:b, 1]
             # the passage must hold the cell to its end: the rules read a cut row on in its passage

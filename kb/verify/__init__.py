@@ -33,7 +33,7 @@ from typing import Any
 from kb.claims.split import ENTRY_TERM, SETTING_NOTE, code_like, entry_term, field_name, keyed_setting_line, setting_line, setting_option
 from kb.claims.text import passage_sentences, sentence_spans
 from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
-from kb.evidence.versions import cell_default, parse_renames, prose_default, with_terms_renamed, written_key
+from kb.evidence.versions import parse_renames, prose_default, row_holds_default, with_terms_renamed, written_key
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import ADDED_NOTE
 from kb.verify.ort_judge import load_judge
@@ -89,12 +89,9 @@ def _default_in_field(claim: Claim, sentence: str, section: str) -> Judgement | 
     claim's heading path whose cell holds that value: a reference that moved its defaults into
     each entry's field (Sphinx's ``:default:``, read as the entry's row) still states it."""
     values = prose_default(claim.source_text or claim.text)
-    if not values or " | " not in sentence or section != claim.section:
+    if not values or section != claim.section or not row_holds_default(sentence, values):
         return None
-    cells = sentence.split(" | ")
-    if not any(cell_default(cell) == values for cell in cells[1:]):
-        return None
-    return Judgement("supports", FIELD_DEFAULT_CONFIDENCE, "rules", f"{FIELD_DEFAULT_NOTE} ({cells[0].strip()})")
+    return Judgement("supports", FIELD_DEFAULT_CONFIDENCE, "rules", f"{FIELD_DEFAULT_NOTE} ({sentence.split(' | ')[0].strip()})")
 
 
 def table_judgement(claim: Claim, sentence: str, passage: str = "", section: str = "") -> Judgement | None:

@@ -89,10 +89,6 @@ def _plain_words(slots) -> set[str]:
     return _words(tokens_outside_quantities(slots))
 
 
-def _raw_words(slots) -> set[str]:
-    return {part for t in tokens_outside_quantities(slots) for part in t.lower().split("-") if part.isalpha()}
-
-
 def _parts(slots) -> list[str]:
     """The plain words in order, a hyphenated word taken apart ("add-on": "add", "on")."""
     return [part for t in tokens_outside_quantities(slots) for part in t.lower().split("-") if part.isalpha()]
@@ -185,13 +181,14 @@ def _contrast(claim: str, older: str, newer: str, renamed: Mapping[str, str]) ->
     added = {a for a in added if not any(a.endswith("." + w) for w in qualified)}
     # a typo fixed is the same word ("converstaion" -> "conversation", "defing" -> "defining"):
     # read on the words as written, since a stem ("defin") is in no dictionary
-    old_raw, new_raw = _raw_words(os_), _raw_words(ns)
+    old_parts, new_parts = _parts(os_), _parts(ns)
+    old_raw, new_raw = set(old_parts), set(new_parts)
     fixed = {(r, a) for r in old_raw - new_raw for a in new_raw - old_raw if misspelt(r, a) or respelt(r, a) or renamed.get(r) == a}
     # a word joined in one version and written apart in the other is the same word: notation
-    for word, run in _written_apart(old_raw - new_raw, _parts(ns)):
+    for word, run in _written_apart(old_raw - new_raw, new_parts):
         fixed.add((word, word))
         added -= {stem_overlap(p) for p in run}
-    for word, run in _written_apart(new_raw - old_raw, _parts(os_)):
+    for word, run in _written_apart(new_raw - old_raw, old_parts):
         fixed.add((word, word))
         removed -= {stem_overlap(p) for p in run}
     removed -= {stem_overlap(r) for r, _ in fixed}
