@@ -12,11 +12,19 @@ newest release, and an empty ``verdict`` column for a person to fill:
 - a finding row: ``real`` (the newest release states another fact) or ``false``;
 - a supported row: ``right`` (still true) or ``missed`` (the fact changed: missed drift).
 
-``kbaudit bench findings --score FILE`` reads a judged CSV and prints the precision of the
+``kbaudit bench findings --score FILE[,FILE...]`` reads judged CSVs (pooled) and prints the precision of the
 findings with its 95% Wilson interval (``precision``, ``precision_lo``, ``precision_hi``), the
-same at stricter confidence floors (``precision_at_0.7``, ``precision_at_0.8``) and the share of
-supported claims judged right (``supported_right``, with its interval). Unjudged rows are counted
-(``unjudged``) and left out.
+same at stricter confidence floors (``precision_at_0.4``, ``precision_at_0.5``, with the findings
+kept, ``judged_at_0.4``...), the mean confidence of the findings (``mean_confidence``: calibrated,
+it is near the precision) and the share of supported claims judged right (``supported_right``, with
+its interval). Unjudged rows are counted (``unjudged``) and left out. A finding's confidence is
+its kind's, read from its label and rationale with the calibration ``--calibration`` names
+(``shipped``, ``none``: the sample's confidence column, or a file), so a sample judged before a
+calibration existed is scored as one would be now (kb/verify/calibration.py).
+
+``kbaudit bench findings --fit A.csv,B.csv --fit-out FILE`` fits a finding calibration on judged
+samples (the findings of each kind judged, and judged real) and writes it to FILE, for the
+``finding_calibration`` setting. Never score a sample with a calibration fitted on it.
 
 ``--facts FILE`` scores recall on changed facts found in the release diffs before the findings
 are read: a CSV with ``doc_id`` (the page, relative to the docs folder of the old release) and
@@ -52,6 +60,7 @@ from kb.config import Settings
 from kb.config.gitspec import open_repository
 from kb.errors import ConfigError
 from kb.evidence.git_source import _tags
+from kb.verify import calibration
 
 log = logging.getLogger("kbaudit.bench.findings")
 
@@ -60,7 +69,7 @@ COLUMNS = ("row", "project", "kind", "doc_id", "claim", "label", "confidence", "
            "newest_page", "newest_text", "verdict", "note")  # fmt: skip
 # what a person writes in the verdict column, read loosely (case, surrounding space)
 REAL, FALSE, RIGHT, MISSED = ("real", "yes", "y", "1", "true"), ("false", "no", "n", "0"), ("right", "ok", "correct"), ("missed",)
-STRICTER = (0.7, 0.8)
+STRICTER = (0.4, 0.5)  # calibrated: findings more often real than not, and nearly so
 NEWEST_TEXT_CHARS = 20_000  # a judge reads the page; a wiki-sized page is cut here
 
 
@@ -81,11 +90,18 @@ class Params(BaseModel):
     seed: int = 24
     depth: str = Field(default="D1", description="verification depth (default D1)")
     sample_csv: str | None = Field(default=None, description="write the sample to judge here (CSV)")
-    score: str | None = Field(default=None, description="score a judged sample CSV instead of auditing")
+    score: str | None = Field(
+        default=None, description="score a judged sample CSV (or several, comma-separated, pooled) instead of auditing"
+    )
     facts: str | None = Field(
         default=None, description="a CSV of changed facts (doc_id, old_text) found in the diffs: print the recall on them"
     )
     workdir: str | None = Field(default=None, description="keep the clone and the stage caches here (default: a temporary folder)")
+    calibration: str = Field(
+        default="shipped", description="with --score: the finding calibration to read confidences with (shipped, none or a file)"
+    )
+    fit: str | None = Field(default=None, description="comma-separated judged sample CSVs to fit a finding calibration on")
+    fit_out: str | None = Field(default=None, description="with --fit: write the calibration here (JSON)")
 
 
 def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -98,15 +114,45 @@ def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def score(path: Path) -> dict[str, float]:
-    """Precision of a judged sample (see the module docstring)."""
+def read_judged(path: Path, flag: str = "--score") -> list[dict]:
+    """The rows of a judged sample CSV."""
     if not path.is_file():
-        raise ConfigError(f"bench findings: --score {path}: no such file")
+        raise ConfigError(f"bench findings: {flag} {path}: no such file")
     with path.open(newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    missing = {"kind", "confidence", "verdict"} - set(rows[0] if rows else {})
+    missing = {"kind", "label", "confidence", "rationale", "verdict"} - set(rows[0] if rows else {})
     if missing:
-        raise ConfigError(f"bench findings: --score {path}: not a findings sample (no {', '.join(sorted(missing))} column)")
+        raise ConfigError(f"bench findings: {flag} {path}: not a findings sample (no {', '.join(sorted(missing))} column)")
+    return rows
+
+
+def judged_findings(rows: list[dict]) -> list[tuple[str, str, bool]]:
+    """(label, rationale, judged real) of each judged finding row."""
+    out = []
+    for row in rows:
+        verdict = (row.get("verdict") or "").strip().lower()
+        if row["kind"] == "finding" and verdict:
+            if verdict not in REAL + FALSE:
+                raise ConfigError(f"bench findings: row {row.get('row')}: verdict {verdict!r}: a finding is judged real or false")
+            out.append((row["label"], row["rationale"], verdict in REAL))
+    return out
+
+
+def fit(paths: list[Path], out: Path) -> dict[str, float]:
+    """Fit a finding calibration on judged samples and write it (see the module docstring)."""
+    found = calibration.fit((p.stem, judged_findings(read_judged(p, "--fit"))) for p in paths)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(found.to_json(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    log.info("finding calibration of %d judged findings written to %s", sum(found.fitted_on.values()), out)
+    metrics: dict[str, float] = {"samples": float(len(paths)), "judged": float(sum(found.fitted_on.values()))}
+    metrics.update({f"prior_{label}": share for label, share in found.prior.items()})
+    return metrics
+
+
+def score(paths: Path | list[Path], calibration_setting: str = "shipped") -> dict[str, float]:
+    """Precision of a judged sample, or of several pooled (see the module docstring)."""
+    rows = [row for path in ([paths] if isinstance(paths, Path) else paths) for row in read_judged(path)]
+    found = calibration.load(calibration_setting)
     out: dict[str, float] = {"unjudged": 0.0}
     findings, supported = [], []
     for row in rows:
@@ -117,7 +163,8 @@ def score(path: Path) -> dict[str, float]:
         if row["kind"] == "finding":
             if verdict not in REAL + FALSE:
                 raise ConfigError(f"bench findings: row {row.get('row')}: verdict {verdict!r}: a finding is judged real or false")
-            findings.append((float(row["confidence"] or 0), verdict in REAL))
+            conf = found.confidence(row["label"], row["rationale"]) if found else float(row["confidence"] or 0)
+            findings.append((conf, verdict in REAL))
         else:
             if verdict not in RIGHT + MISSED:
                 raise ConfigError(f"bench findings: row {row.get('row')}: verdict {verdict!r}: a supported claim is judged right or missed")
@@ -125,6 +172,7 @@ def score(path: Path) -> dict[str, float]:
     hits = sum(real for _, real in findings)
     lo, hi = wilson(hits, len(findings))
     out.update(judged=float(len(findings)), precision=hits / len(findings) if findings else 0.0, precision_lo=lo, precision_hi=hi)
+    out["mean_confidence"] = sum(conf for conf, _ in findings) / len(findings) if findings else 0.0
     for floor in STRICTER:
         kept = [real for conf, real in findings if conf >= floor]
         out[f"precision_at_{floor}"] = sum(kept) / len(kept) if kept else 0.0
@@ -298,8 +346,12 @@ def audit(params: Params, work: Path) -> dict[str, float]:
 
 
 def run(params: Params) -> dict[str, float]:
+    if params.fit:
+        if not params.fit_out:
+            raise ConfigError("bench findings: --fit needs --fit-out FILE (where to write the calibration)")
+        return fit([Path(p.strip()) for p in params.fit.split(",") if p.strip()], Path(params.fit_out))
     if params.score:
-        return score(Path(params.score))
+        return score([Path(p.strip()) for p in params.score.split(",") if p.strip()], params.calibration)
     if params.workdir:
         Path(params.workdir).mkdir(parents=True, exist_ok=True)
         return audit(params, Path(params.workdir))

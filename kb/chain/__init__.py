@@ -44,6 +44,7 @@ from kb.escalate.route import DEEP_DEPTHS, EscalationResult
 from kb.log import logger
 from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, Verdict
 from kb.store import Store, new_run_id
+from kb.verify import calibration
 from kb.verify.policy import apply_confidence_floor
 
 __all__ = [
@@ -175,6 +176,7 @@ def run_audit(
     shard_index, shard_count = shard
     tag = f"[shard {shard_index + 1}/{shard_count}] " if shard_count > 1 else ""
     clock = time.perf_counter()
+    finding_calibration = calibration.load(settings.finding_calibration)  # a bad file stops the run before any work
     run_id = run_id or "unstored"
     if store is not None:
         cache_dir = store.root / "cache"
@@ -236,8 +238,9 @@ def run_audit(
     escalation: EscalationResult = runner("escalate", escalate_stage, result.claims, result.evidence, result.verdicts, settings, lessons)
     result.escalation = escalation
     result.verdicts, result.lessons = escalation.verdicts, escalation.lessons
-    # after escalation, on cached and fresh verdicts alike: the floor is a reading of the verdicts,
-    # not part of them, so changing it redoes nothing
+    # after escalation, on cached and fresh verdicts alike: the calibration and the floor are a
+    # reading of the verdicts, not part of them, so changing either redoes nothing
+    result.verdicts = calibration.calibrate_findings(result.verdicts, finding_calibration)
     result.verdicts = apply_confidence_floor(result.verdicts, settings.min_confidence)
     for note in escalation.summary_notes:
         logger.info("%s%s", tag, note)

@@ -266,6 +266,14 @@ class Settings(Section):
         le=1.0,
         **_flag("findings (stale, contradicted) below this confidence are reported uncertain: fewer, surer findings (default 0)"),
     )
+    finding_calibration: str = Field(
+        default="shipped",
+        **_flag(
+            "what a finding's confidence is calibrated on: shipped (judged documentation findings), none (the "
+            "confidence of the judgement that decided it), or a JSON file that `kbaudit bench findings --fit` wrote",
+            metavar="shipped|none|FILE",
+        ),
+    )
     changed_since: str | None = Field(
         default=None,
         **_flag(
@@ -400,6 +408,8 @@ class Settings(Section):
                 "task_runner must be thread, dask (a local dask cluster) or a dask scheduler address "
                 f"such as tcp://host:8786 (or dask://tcp://host:8786); got {self.task_runner!r}"
             )
+        if self.finding_calibration not in ("shipped", "none") and not Path(self.finding_calibration).expanduser().is_file():
+            raise ConfigError(f"finding_calibration must be shipped, none or a calibration file; no such file: {self.finding_calibration}")
         if self.dask_workers < 1:
             raise ConfigError("dask_workers must be at least 1")
         if self.changed_since is not None:
