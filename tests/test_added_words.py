@@ -15,8 +15,9 @@ from kb.chain import run_audit
 from kb.config import Settings
 from kb.verify import Verifier, VerifierSettings, is_lead_in_of
 from kb.verify.additions import added_beside
+from kb.verify.rewording import restated
 from kb.verify.rules import judge_rules
-from tests.test_git_sources import make_repo, release
+from tests.test_git_sources import make_repo, release, two_releases
 from tests.test_verifier import NEW, _claim, _ev, _StubModel
 
 PAGE = """# Responses
@@ -164,3 +165,34 @@ def test_a_lead_in_with_a_line_in_front_or_a_named_subject_is_still_the_lead_in(
                          "Matcher functions has access to the following properties:", "isNot")  # fmt: skip
     assert not is_lead_in_of("Matchers do not have access to the following properties: isNot",
                              "Matchers have access to the following properties:", "isNot")  # fmt: skip
+
+
+ENTRIES = """# Schema
+
+## Run
+
+If it is defined as a string, you can give it any of the following values:
+
+- `once` - Will run the command only once, whatever the task is called with.
+- `source` - Will run the command for each source file defined on the task.
+- `checksum` - Will compare the checksum of every source file with the stored one.
+"""
+
+
+def test_an_entry_renamed_to_another_form_of_its_name_is_another_entry(tmp_path):
+    """ "`source` - ..." -> "`sources` - ...": the value a user writes changed, though the words are
+    the same but for an inflection; the entries left as they were still stand."""
+    clone = two_releases(tmp_path, {"docs/schema.md": ENTRIES}, {"docs/schema.md": ENTRIES.replace("`source` -", "`sources` -")})
+    settings = Settings(docs=f"git:{clone}@v1.0.0:docs", sources=[f"git:{clone}@v1.0.0,v1.1.0:docs"],
+                        today=date(2024, 6, 10), full=True).validate()  # fmt: skip
+    result = run_audit(settings, cache_dir=tmp_path / "cache")
+    verdicts = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    renamed = next(v for text, v in verdicts.items() if text.startswith("source -"))
+    assert renamed.label == "stale" and "sources -" in (renamed.evidence_sentence or ""), renamed
+    kept = [v for text, v in verdicts.items() if text.startswith(("once -", "checksum -"))]
+    assert len(kept) == 2 and all(v.label == "supported" for v in kept), kept
+    # the rules alone: the entry's name is compared as written, its description by its words
+    line = "source - Will run the command for each source file defined on the task."
+    assert added_beside(line, line.replace("source -", "sources -")) is None
+    assert not restated(line, line.replace("source -", "sources -"))
+    assert added_beside(line, line.replace("the command", "the shell command")) is not None

@@ -19,7 +19,7 @@ from kb.verify.slots import is_code_case, normalize, word_tokens
 from kb.verify.spelling import respelt
 from kb.verify.vocabulary import NEGATIONS
 
-__all__ = ["ADDED_CONFIDENCE", "ADDED_NOTE", "added_beside"]
+__all__ = ["ADDED_CONFIDENCE", "ADDED_NOTE", "added_beside", "entry_name"]
 
 # Sure enough that the model does not read the added words as a change (it refuted such pairs at
 # 0.9 and more: an added list item, an added "ASGI" before "lifespan events").
@@ -45,6 +45,10 @@ _CHANGING = (
 # A phrase that opens on one of these qualifies the claim ("on Linux", "for admins"): not a modifier.
 _SCOPING = frozenset("on in for with within by from to at of via per under over into onto through".split())
 _WORD = re.compile(r"\w")
+# a definition entry, "`source` - Will run ..." or "name: ...": its first word names the entry,
+# and that word in another form ("sources") names another entry, not the same one inflected
+# (at the claim's start, or after a list's lead-in attached to it: "... the following values: source - ...")
+_ENTRY_NAME = re.compile(r"(?:^|:\s)\s*[`'\"*]*(?P<name>[\w.-]+)[`'\"*]*\s+[-\u2013\u2014:]\s")
 _INFLECTED = re.compile(r"(?:ly|ing|ed|es|s|e)$")
 
 
@@ -56,6 +60,13 @@ def _inflection(word: str) -> str:
     if not word.isalpha() or not word.islower() or len(word) < MIN_INFLECTED:
         return word
     return _INFLECTED.sub("", word)
+
+
+def entry_name(text: str) -> str | None:
+    """The name of the definition entry ``text`` states ("source" of "`source` - Will run ..."),
+    also after a list's lead-in attached to it; None when it is no such entry."""
+    m = _ENTRY_NAME.search(text)
+    return m.group("name") if m else None
 
 
 def misspelt(a: str, b: str) -> bool:
@@ -130,8 +141,10 @@ def added_beside(claim_text: str, sentence: str) -> str | None:
     # the claim's words other than fillers, found in order (leftmost); what lies between is added
     found: list[tuple[int, int]] = []
     k = 0
+    entry = _ENTRY_NAME.search(claim_text)
+    named = len(_tokens(claim_text[: entry.start("name")])) if entry else -1
     for i, t in core:
-        while k < len(e) and not _same(t, e[k]):
+        while k < len(e) and not (t == e[k] if i == named else _same(t, e[k])):
             k += 1
         if k == len(e):
             return None  # a content word of the claim is gone or replaced

@@ -33,6 +33,7 @@ from difflib import SequenceMatcher
 
 from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.records import Claim
+from kb.verify.additions import entry_name
 from kb.verify.slots import is_code_identifier, word_tokens
 from kb.verify.tokens import is_identifier
 from kb.verify.vocabulary import NEGATIONS
@@ -154,6 +155,9 @@ def restated(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
     writes as code)."""
     if not text or not other:
         return False
+    names = entry_name(text), entry_name(other)
+    if None not in names and names[0] != names[1]:
+        return False  # another entry's description ("sources - ..." for "source - ..."), however alike
     wa, wb = _parts(text), _parts(other)
     ca, cb = _content(wa), _content(wb)
     if not ca or not cb or len(ca & cb) < MIN_SHARED_CONTENT * max(len(ca), len(cb)):
