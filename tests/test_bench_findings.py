@@ -147,3 +147,26 @@ def test_the_judged_samples_score_as_documented(name, precision, judged):
     scored = score(path)
     assert (scored["precision"], scored["judged"], scored["unjudged"]) == (precision, judged, 0)
     assert scored["precision_lo"] < precision < scored["precision_hi"]
+
+
+def test_a_fact_the_splitter_cut_into_parts_is_found_through_any_of_them(tmp_path):
+    page = "# Contributing\n\nAll content is written in Markdown and is located in the docs/docs directory.\n\nRun `task docs`.\n"
+    start = page.index("All")
+    cut = page.index(" and is located")
+    parts = [
+        Claim("c1", "contributing.md", "v1", start, cut, "All content is written in Markdown", "All content is written in Markdown"),
+        Claim("c2", "contributing.md", "v1", cut + 5, page.index("\n\nRun"), "is located in the docs/docs directory.",
+              "is located in the docs/docs directory."),
+        Claim("c3", "contributing.md", "v1", page.index("Run"), len(page) - 1, "Run task docs.", "Run `task docs`."),
+    ]  # fmt: skip
+    facts_csv = tmp_path / "facts.csv"
+    facts_csv.write_text("doc_id,old_text\ncontributing.md,All content is written in Markdown and is located in the docs/docs directory.\n")
+    document = SimpleNamespace(doc_id="contributing.md", text=page)
+    verdicts = [Verdict("c1", "stale", 0.4, "rules", "revised"), Verdict("c2", "supported", 0.9, "rules", "exact match"),
+                Verdict("c3", "supported", 0.9, "rules", "exact match")]  # fmt: skip
+    metrics = facts_recall(SimpleNamespace(claims=parts, verdicts=verdicts, documents=[document]), read_facts(facts_csv))
+    assert (metrics["facts_found"], metrics["facts_without_claim"]) == (1, 0)
+    # neither part flagged: held, and missed
+    calm = [Verdict("c1", "supported", 0.9, "rules", "exact match"), *verdicts[1:]]
+    metrics = facts_recall(SimpleNamespace(claims=parts, verdicts=calm, documents=[document]), read_facts(facts_csv))
+    assert (metrics["facts_found"], metrics["facts_without_claim"]) == (0, 0)
