@@ -8,6 +8,7 @@ import subprocess
 from datetime import date
 from pathlib import Path
 
+import pygit2
 import pytest
 
 from bench.speed import Params, run
@@ -126,9 +127,11 @@ def test_bench_speed_git_prints_both_paths_on_a_real_history(history, tmp_path, 
     (history.parent / "manifest.json").write_text(json.dumps([{"project": "product", "bundle": history.name, "docs_paths": ["docs/"]}]))
     m = run(Params(git=str(history), old="v1.0.0", revs="v1.1.0,v1.2.0"))
     for name in ("cold_claims_per_s", "cold_claims_per_s_minilm", "speedup_over_minilm", "settled_without_model_share",
-                 "warm_over_cold", "peak_rss_mb", "texts_embedded", "verifier_pairs", "texts_embedded_minilm"):  # fmt: skip
+                 "warm_over_cold", "peak_rss_mb", "texts_embedded", "verifier_pairs", "texts_embedded_minilm",
+                 "change1pct_over_cold", "pages_changed"):  # fmt: skip
         assert name in m, name
     assert 0 < m["settled_without_model_share"] < 1 and m["warm_over_cold"] < 1
+    assert m["pages_changed"] == 1 and m["change1pct_s"] > 0  # one page of a hundred, at least one
     assert m["texts_embedded"] < m["texts_embedded_minilm"] and m["verifier_pairs"] < m["verifier_pairs_minilm"]
     assert "target  cold, default over the MiniLM-only path" in capsys.readouterr().out
     with pytest.raises(Exception, match="no such bundle"):
@@ -150,3 +153,18 @@ def test_bench_dask_runs_the_flow_on_one_and_two_local_workers(history, prefect_
         labels[store] = store_sql(tmp_path / "w" / store, "SELECT label, count(*) FROM verdicts GROUP BY label ORDER BY label")
     assert labels["store-thread-1"] == labels["store-dask-1"] == labels["store-dask-2"]
     assert chunks_for(1024, 1) == 2 and chunks_for(1025, 1) == 3 and chunks_for(3, 2) == 3
+
+
+def test_one_percent_of_the_pages_changed_is_a_new_commit_on_the_old_release(history, tmp_path):
+    from bench.speed_git import EDITED_SENTENCE, one_percent_changed
+
+    clone = tmp_path / "clone.git"
+    subprocess.run(["git", "clone", "--quiet", "--bare", str(history), str(clone)], check=True)
+    spec, pages = one_percent_changed(f"git:{clone}@v1.0.0:docs")
+    assert pages == 1 and spec.startswith(f"git:{clone}@") and spec.endswith(":docs")
+    repo = pygit2.Repository(str(clone))
+    new = repo.revparse_single(spec.split("@", 1)[1].split(":", 1)[0])
+    old = repo.revparse_single("v1.0.0").peel(pygit2.Commit)
+    assert new.parents[0].id == old.id and [t.name for t in repo.references.iterator() if "v1.0.0" in t.name]
+    diff = repo.diff(old.tree, new.tree)
+    assert len(diff) == 1 and EDITED_SENTENCE.strip() in diff[0].text
