@@ -39,7 +39,7 @@ import pygit2
 from kb.chain import AuditResult
 from kb.config import ConfigError, Settings
 from kb.config.gitspec import open_repository, parse_spec
-from kb.evidence.git_source import _tags
+from kb.evidence.git_source import _object, _tags
 from kb.store import Store
 from kb.verify.policy import settled_as_written
 
@@ -93,7 +93,7 @@ def one_percent_changed(docs: str, seed: int = 7) -> tuple[str, int]:
     chosen = random.Random(seed).sample(pages, max(1, math.ceil(len(pages) * CHANGED_SHARE)))
     for path in chosen:
         entry = index[path]
-        text = repo[entry.id].data.decode("utf-8", errors="replace").rstrip("\n") + EDITED_SENTENCE
+        text = _object(repo, entry.id, pygit2.Blob).data.decode("utf-8", errors="replace").rstrip("\n") + EDITED_SENTENCE
         index.add(pygit2.IndexEntry(path, repo.create_blob(text.encode("utf-8")), entry.mode))
     signature = pygit2.Signature("kbaudit bench", "bench@kbaudit.invalid", commit.committer.time, commit.committer.offset)
     new = repo.create_commit(None, signature, signature, "pages edited for the 1% run", index.write_tree(repo), [commit.id])
