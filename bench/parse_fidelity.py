@@ -16,7 +16,8 @@ reference renderer that shares no code with the parser (docs/formats.md, "Parser
   indented bodies are read dedented; ``:::`` fence lines; Hugo shortcode lines and the code
   shortcodes' bodies; MDX ``import``/``export`` and comment lines; snippet and include lines; attribute
   lists and heading ids; a line holding only a component tag (``<TabItem value="1">``) ends
-  there, so the Markdown inside reads as Markdown; link reference definitions that Hugo fills with a shortcode; MyST directives other than
+  there, so the Markdown inside reads as Markdown, and a component's opening tag whose attributes
+  run over several lines is markup; link reference definitions that Hugo fills with a shortcode; MyST directives other than
   docutils' admonitions). Prose: the inline text of paragraphs and headings (code spans and link labels included,
   image alt text not; a MyST role shows its text, not its name or target), and the visible text
   of HTML blocks. Not prose: code blocks, tables.
@@ -111,8 +112,11 @@ _DROP_LINE = re.compile(
     r"^(?: {0,3}\[[^\]]+\]:[ \t]*\{\{.*|[ \t]*\{/\*.*\*/\}[ \t]*|(?:import|export)\s.*|[ \t]*--8<--.*|[ \t]*\{!.*!\}[ \t]*|[ \t]*\{%.*%\}[ \t]*|[ \t]*\{:?[ \t]*[.#][^{}]*\}[ \t]*|\([\w/.:-]+\)=[ \t]*)$"
 )
 _COMPONENT_LINE = re.compile(r"^[ \t]*</?[A-Z][\w.]*(?:\s[^<>]*)?/?>[ \t]*$")
+# a component's opening tag whose attributes run on over the next lines, up to the one it closes on
+_COMPONENT_OPENS = re.compile(r"^[ \t]*<[A-Z][\w.]*(?:\s[^<>]*)?$")
+_COMPONENT_CLOSES = re.compile(r".*>[ \t]*$")
 _MYST_ROLE_END = re.compile(r"\{[A-Za-z][\w:+.-]*\}$")
-_HEADING_ID = re.compile(r"[ \t]*\\?\{[#.][^{}]*\}[ \t]*$")
+_HEADING_ID = re.compile(r"[ \t]*\\?\{:?[ \t]*[#.][^{}]*\}[ \t]*$")
 _MD = MarkdownIt("commonmark").enable("table")
 
 
@@ -195,6 +199,10 @@ def _markdown_source(text: str) -> str:
             continue
         if _COMPONENT_LINE.match(line):
             out.extend([line, ""])  # MDX and VitePress read the Markdown inside a component as Markdown
+            continue
+        if _COMPONENT_OPENS.match(line):
+            skip_to = _COMPONENT_CLOSES  # its attributes are markup, not prose
+            out.append("")
             continue
         out.append(line)
     return "\n".join(out)

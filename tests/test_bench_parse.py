@@ -183,3 +183,12 @@ def test_markdown_inside_a_component_reads_as_markdown_in_the_reference():
 
     page = '<TabItem value="1">\n```shell title="~/.bashrc"\neval "$(task --completion bash)"\n```\n</TabItem>\n\nLoad it once.\n'
     assert markdown_prose(page).split() == ["Load", "it", "once."]
+
+
+def test_attribute_lists_and_multi_line_component_tags_are_markup_in_the_reference():
+    from bench.parse_fidelity import markdown_prose
+
+    heading = "## [1.32.0](https://example.org/v1.32.0) - 2026-08-11 ## {: #hatchling-v1.32.0 }\n\nBump the version.\n"
+    assert markdown_prose(heading).split() == ["1.32.0", "-", "2026-08-11", "Bump", "the", "version."]
+    tabs = "<Tabs defaultValue=\"1\"\n  values={[\n    {label: 'One', value: '1'}\n  ]}>\n\nPick one.\n"
+    assert markdown_prose(tabs).split() == ["Pick", "one."]

@@ -696,3 +696,37 @@ def test_mdx_jsx_string_expressions_read_as_their_text():
     # in a Markdown page they are text as written
     (html_row,) = [b for b in parse(MDX_JSX_TABLE, "automated-refetching.md").blocks if b.kind == "table_row"]
     assert html_row.text.startswith('General tag A {"')
+
+
+# Docusaurus page (Task "Any Variables"): a component's opening tag whose attributes run over lines
+MDX_TABS = """# Any Variables
+
+There are two active proposals for this experiment.
+
+<Tabs defaultValue="1" queryString="proposal"
+  values={[
+    {label: 'Proposal 1', value: '1'},
+    {label: 'Proposal 2', value: '2'}
+  ]}>
+
+<TabItem value="1">
+
+This experiment proposal breaks the sh subkey.
+
+</TabItem>
+</Tabs>
+
+<Note>Values are compared as "a > b" strings.</Note>
+"""
+
+
+def test_an_mdx_components_opening_tag_over_several_lines_is_markup():
+    texts = [b.text for b in parse(MDX_TABS, "any_variables.mdx").blocks]
+    assert texts == [
+        "Any Variables",
+        "There are two active proposals for this experiment.",
+        "This experiment proposal breaks the sh subkey.",
+        'Values are compared as "a > b" strings.',
+    ]
+    # a Markdown page read by VitePress holds Vue components the same way
+    assert [b.text for b in parse(MDX_TABS, "any_variables.md").blocks] == texts

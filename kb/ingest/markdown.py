@@ -32,6 +32,34 @@ _HTML_BLOCK_OPEN = re.compile(
 )
 _RAW_HTML_OPEN = re.compile(r" {0,3}<(script|style|pre|textarea)(?:\s|>|$)", re.I)
 _MDX_ESM = re.compile(r"(?:import|export)\s")
+_JSX_OPEN = re.compile(r" {0,3}<[A-Z][A-Za-z0-9.]*(?=[\s/>]|$)")
+MAX_JSX_TAG_LINES = 40
+
+
+def jsx_tag_end(text: str, start: int, limit: int) -> int | None:
+    """Where the JSX tag opened at ``start`` closes (the offset after its ``>``), reading its
+    attributes' ``{...}`` expressions and quoted strings whole, or None when it does not close
+    before ``limit``."""
+    depth, quote, k = 0, "", start + 1
+    while k < limit:
+        ch = text[k]
+        if quote:
+            if ch == "\\":
+                k += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'`":
+            quote = ch
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+        elif ch == ">" and depth == 0:
+            return k + 1
+        k += 1
+    return None
+
+
 _FOOTNOTE_DEF = re.compile(r" {0,3}\[\^[^\]\s]{1,50}\]:[ \t]*")
 _LINK_DEF = re.compile(r" {0,3}\[[^\]^][^\]]{0,200}\]:[ \t]*\S+")
 # "{#id}", "{: #id .class }" (Python-Markdown's attr_list), "\{#id}" (MDX's escaped form)
@@ -434,6 +462,20 @@ class MarkdownParser:
                 self._flush()
                 i += 1
                 continue
+            if not self.plain and not self.para and _JSX_OPEN.match(line):
+                # a component's opening tag (MDX, Vue) is markup, also when its attributes run over
+                # several lines ("<Tabs defaultValue="1"\n  values={[ {label: 'A', value: '1'} ]}>"),
+                # where CommonMark sees no HTML and would read the attributes as prose
+                last = min(nlines, i + MAX_JSX_TAG_LINES) - 1
+                end = jsx_tag_end(text, s + line.index("<"), lines[last][1])
+                if end is not None:
+                    j = i
+                    while lines[j][1] < end:
+                        j += 1
+                    if not text[end : lines[j][1]].strip():
+                        self._flush()
+                        i = j + 1
+                        continue
             lead = len(line) - len(line.lstrip(" \t"))
             # indented code (not inside a list, not continuing a paragraph)
             if lead >= 4 and not self.para and not self.list_stack:
