@@ -14,8 +14,8 @@ newest release, and an empty ``verdict`` column for a person to fill:
 
 ``kbaudit bench findings --score FILE[,FILE...]`` reads judged CSVs (pooled) and prints the precision of the
 findings with its 95% Wilson interval (``precision``, ``precision_lo``, ``precision_hi``), the
-same at stricter confidence floors (``precision_at_0.4``, ``precision_at_0.5``, with the findings
-kept, ``judged_at_0.4``...), the mean confidence of the findings (``mean_confidence``: calibrated,
+same at stricter confidence floors (``precision_at_0.2``, ``precision_at_0.4``, ``precision_at_0.5``,
+with the findings kept, ``judged_at_0.2``...), the mean confidence of the findings (``mean_confidence``: calibrated,
 it is near the precision) and the share of supported claims judged right (``supported_right``, with
 its interval). Unjudged rows are counted (``unjudged``) and left out. A finding's confidence is
 its kind's, read from its label and rationale with the calibration ``--calibration`` names
@@ -71,7 +71,7 @@ COLUMNS = ("row", "project", "kind", "doc_id", "claim", "label", "confidence", "
            "newest_page", "newest_text", "verdict", "note")  # fmt: skip
 # what a person writes in the verdict column, read loosely (case, surrounding space)
 REAL, FALSE, RIGHT, MISSED = ("real", "yes", "y", "1", "true"), ("false", "no", "n", "0"), ("right", "ok", "correct"), ("missed",)
-STRICTER = (0.4, 0.5)  # calibrated: findings more often real than not, and nearly so
+STRICTER = (0.2, 0.4, 0.5)  # calibrated: the kinds real one time in five or more, nearly half, and more often than not
 NEWEST_TEXT_CHARS = 20_000  # a judge reads the page; a wiki-sized page is cut here
 
 

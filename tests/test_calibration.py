@@ -135,6 +135,7 @@ def test_on_samples_it_was_not_fitted_on_a_floor_of_one_half_raises_precision():
     assert (pooled["judged"], pooled["precision"]) == (330, 0.6121)
     assert (pooled["judged_at_0.5"], pooled["precision_at_0.5"]) == (181, 0.7735)
     assert (pooled["judged_at_0.4"], pooled["precision_at_0.4"]) == (199, 0.7588)
+    assert (pooled["judged_at_0.2"], pooled["precision_at_0.2"]) == (260, 0.6923)
     assert pooled["mean_confidence"] == 0.4451
     as_judged = bench_findings.score([JUDGED / f"{name}.csv" for name in SCORED_ON], "none")
     assert as_judged["mean_confidence"] == 0.8423  # the decisions' own confidences overstate it
