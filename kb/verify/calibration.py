@@ -79,12 +79,15 @@ class FindingCalibration:
     kinds: dict[str, tuple[int, int]]  # kind -> (judged, real)
     prior: dict[str, float]  # label -> share of its findings judged real
     fitted_on: dict[str, int] = field(default_factory=dict)  # sample name -> findings judged
+    smoothing: float = SMOOTHING
 
     def confidence(self, label: str, rationale: str) -> float:
         kind = finding_kind(label, rationale)
         judged, real = self.kinds.get(kind, (0, 0))
         prior = self.prior.get(label, 0.5)
-        return round((real + SMOOTHING * prior) / (judged + SMOOTHING), 3)
+        if judged + self.smoothing == 0:
+            return round(prior, 3)
+        return round((real + self.smoothing * prior) / (judged + self.smoothing), 3)
 
     def note(self, label: str, rationale: str) -> str:
         kind = finding_kind(label, rationale)
@@ -94,7 +97,7 @@ class FindingCalibration:
     def to_json(self) -> dict:
         return {
             "format": FORMAT,
-            "smoothing": SMOOTHING,
+            "smoothing": self.smoothing,
             "prior": self.prior,
             "kinds": {k: {"judged": n, "real": r} for k, (n, r) in sorted(self.kinds.items())},
             "fitted_on": self.fitted_on,
@@ -107,9 +110,13 @@ class FindingCalibration:
         try:
             kinds = {str(k): (int(v["judged"]), int(v["real"])) for k, v in data["kinds"].items()}
             prior = {str(k): float(v) for k, v in data["prior"].items()}
+            smoothing = float(data.get("smoothing", SMOOTHING))
+            fitted_on = {str(k): int(v) for k, v in data.get("fitted_on", {}).items()}
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"finding calibration {where}: malformed ({exc})") from exc
-        return cls(kinds=kinds, prior=prior, fitted_on={str(k): int(v) for k, v in data.get("fitted_on", {}).items()})
+        if smoothing < 0:
+            raise ConfigError(f"finding calibration {where}: smoothing must not be negative")
+        return cls(kinds=kinds, prior=prior, fitted_on=fitted_on, smoothing=smoothing)
 
 
 def fit(samples: Iterable[tuple[str, Iterable[tuple[str, str, bool]]]]) -> FindingCalibration:
