@@ -196,3 +196,16 @@ def test_an_entry_renamed_to_another_form_of_its_name_is_another_entry(tmp_path)
     assert added_beside(line, line.replace("source -", "sources -")) is None
     assert not restated(line, line.replace("source -", "sources -"))
     assert added_beside(line, line.replace("the command", "the shell command")) is not None
+
+
+def test_a_letter_held_down_is_a_typo_not_another_word():
+    """ "alllllll" -> "all": no English word has a letter three times in a row; two dictionary
+    words ("loose" / "lose") stay two words."""
+    from kb.verify.additions import misspelt
+
+    assert misspelt("alllllll", "all") and misspelt("sooon", "soon") and misspelt("alll", "all")
+    assert not misspelt("loose", "lose") and not misspelt("book", "bok")
+    judged = judge_rules("No API for getting alllllll files on PyPI.", "No API for getting all files on PyPI.")
+    assert judged is not None and judged.relation == "supports", judged
+    judged = judge_rules("No API for getting wheel files on PyPI.", "No API for getting source files on PyPI.")
+    assert judged is None or judged.relation != "supports", judged

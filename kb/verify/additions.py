@@ -69,11 +69,24 @@ def entry_name(text: str) -> str | None:
     return m.group("name") if m else None
 
 
+_STRETCH = re.compile(r"([a-z])\1{2,}")
+
+
+def _stretched(short: str, long_: str) -> bool:
+    """``long_`` is ``short`` with a letter held down ("alllllll" / "all"): no English word has
+    a letter three times in a row, so the run is a key held, whatever length it had."""
+    if not (long_.isalpha() and long_.islower()) or not _STRETCH.search(long_):
+        return False
+    return short in (_STRETCH.sub(r"\1", long_), _STRETCH.sub(r"\1\1", long_))
+
+
 def misspelt(a: str, b: str) -> bool:
     """One long prose word is the other with one letter more inside it ("inititalised" /
-    "initialised") or two neighbouring letters swapped ("converstaion" / "conversation"): a typo
-    fixed, not another word."""
+    "initialised"), two neighbouring letters swapped ("converstaion" / "conversation") or a letter
+    held down ("alllllll" / "all"): a typo fixed, not another word."""
     short, long_ = sorted((a, b), key=len)
+    if _stretched(short, long_):
+        return True
     if len(short) < MIN_TYPO or not (short.isalpha() and short.islower() and long_.isalpha()):
         return False
     if len(long_) == len(short):
