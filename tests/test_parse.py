@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import date
+from pathlib import Path
 
 import pytest
 
@@ -730,3 +731,47 @@ def test_an_mdx_components_opening_tag_over_several_lines_is_markup():
     ]
     # a Markdown page read by VitePress holds Vue components the same way
     assert [b.text for b in parse(MDX_TABS, "any_variables.md").blocks] == texts
+
+
+def test_pages_parsed_in_an_earlier_run_read_back_as_parsed(tmp_path):
+    """A page's blocks kept under a run's cache folder come back equal, offsets and all, in a run
+    that finds them there (a new process: the in-memory cache cleared), without parsing again."""
+    from kb.ingest import parse as parse_module
+
+    pages = {p.name: p.read_bytes() for p in sorted((Path(__file__).parent.parent / "kb" / "demo" / "docs").glob("*.md"))}
+    pages["guide.rst"] = b"Guide\n=====\n\n.. note::\n\n   Retries are attempted **three** times.\n\n* one item\n* two items\n"
+    pages["page.html"] = b"<html><body><h1>Title</h1><p>The limit is <b>10</b> requests.</p></body></html>"
+    pages["tabs.mdx"] = MDX_TABS.encode()
+    fresh = {name: parse_document(raw, name, name) for name, raw in pages.items()}
+    try:
+        parse_module.keep_parsed_blocks(tmp_path)
+        parse_module._blocks.cache_clear()
+        for name, raw in pages.items():
+            assert parse_document(raw, name, name) == fresh[name]
+        assert parse_module.save_parsed_blocks() == len(pages)
+        parse_module._blocks.cache_clear()
+        parse_module.keep_parsed_blocks(tmp_path)  # the next run
+        for name, raw in pages.items():
+            kept = parse_document(raw, name, name)
+            assert kept.blocks == fresh[name].blocks and [list(b.offsets) for b in kept.blocks] == [
+                list(b.offsets) for b in fresh[name].blocks
+            ]
+        assert parse_module.save_parsed_blocks() == 0  # nothing was parsed again
+        assert parse_module._kept is None  # and after the run's reading, nothing is kept
+    finally:
+        parse_module.keep_parsed_blocks(None)
+        parse_module._blocks.cache_clear()
+
+
+def test_an_audit_keeps_its_parsed_pages_in_its_cache_unless_run_in_full(tmp_path):
+    from kb.chain import run_audit
+    from kb.config import load_settings
+    from kb.ingest import parse as parse_module
+    from tests.conftest import DEMO_TODAY
+
+    parse_module._blocks.cache_clear()  # pages this process parsed before are not parsed again
+    run_audit(load_settings({"today": DEMO_TODAY}, environ={}).validate(), cache_dir=tmp_path / "warm")
+    assert list((tmp_path / "warm" / "stages" / "blocks").glob("*.parquet"))
+    assert parse_module._kept is None  # nothing parsed after the run's reading is kept
+    run_audit(load_settings({"today": DEMO_TODAY, "full": True}, environ={}).validate(), cache_dir=tmp_path / "full")
+    assert not (tmp_path / "full" / "stages" / "blocks").exists()

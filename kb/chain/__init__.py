@@ -41,6 +41,7 @@ from kb.config import Settings
 from kb.correct.review import rejected_proposals
 from kb.escalate.lessons import load_lessons
 from kb.escalate.route import DEEP_DEPTHS, EscalationResult
+from kb.ingest.parse import keep_parsed_blocks, save_parsed_blocks
 from kb.log import logger
 from kb.records import LABELS, Claim, Document, Edit, Evidence, IngestError, Verdict
 from kb.store import Store, new_run_id
@@ -182,6 +183,7 @@ def run_audit(
         cache_dir = store.root / "cache"
     key_dir = store.root / "keys" if store is not None else (cache_dir / "keys" if cache_dir else _ephemeral_key_dir())
     caches = Caches.at(cache_dir / "stages" if cache_dir else None, read=not settings.full)
+    keep_parsed_blocks(cache_dir / "stages" if cache_dir and not settings.full else None)
     result = AuditResult()
 
     sources, source_errors = runner("load-sources", sources_stage, settings)
@@ -194,6 +196,7 @@ def run_audit(
         result.documents, result.errors = runner("ingest", ingest_stage, settings, shard, result.scope)
     else:
         result.documents = list(documents)
+    save_parsed_blocks()  # the sources' pages and the KB's are read: later parses are not kept
     logger.info("%s[1/6] ingest: %d documents, %d errors", tag, len(result.documents), len(result.errors))
     for batch in _batches(result.documents, settings.shard_size):
         claims, errors = runner("split-claims", split_stage, batch, caches, settings.claims)

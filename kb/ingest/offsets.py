@@ -46,6 +46,10 @@ class OffsetMap(Sequence[int]):
     def __len__(self) -> int:
         return self._len
 
+    def runs(self) -> tuple[list[int], list[int], int]:
+        """(run starts in the text, their offsets in the document, length): what rebuilds the map."""
+        return list(self._starts), list(self._docs), self._len
+
     def _at(self, i: int) -> int:
         k = bisect_right(self._starts, i) - 1
         return self._docs[k] + (i - self._starts[k])

@@ -18,9 +18,13 @@ raise ``ParseError``.
 
 from __future__ import annotations
 
+import hashlib
+import sys
 from datetime import date, datetime
-from functools import lru_cache
-from pathlib import PurePath
+from functools import cache, lru_cache
+from pathlib import Path, PurePath
+
+import orjson
 
 from kb.errors import ParseError
 from kb.ingest.common import one_line
@@ -30,8 +34,9 @@ from kb.ingest.markdown import MarkdownParser
 from kb.ingest.offsets import OffsetMap
 from kb.ingest.rst import rst_blocks
 from kb.records import Block, Document, content_hash
+from kb.store.cache import ResultCache, code_version
 
-__all__ = ["ParseError", "OffsetMap", "parse_document", "read_front_matter", "detect_format"]
+__all__ = ["ParseError", "OffsetMap", "parse_document", "read_front_matter", "detect_format", "keep_parsed_blocks", "save_parsed_blocks"]
 
 MARKDOWN_EXT = {".md", ".markdown", ".mdx", ".mkd", ".mdown"}
 HTML_EXT = {".html", ".htm", ".xhtml"}
@@ -100,11 +105,78 @@ def parse_document(raw: bytes, doc_id: str, path: str) -> Document:
     )
 
 
+# ---- parsed pages kept between runs ------------------------------------------------------------
+# A nightly run reads the same pages as the night before: their blocks are kept under the run's
+# cache folder, by the text's hash and the parsers' code, so only a changed page is parsed again
+# (a reStructuredText page costs docutils' whole parse). One folder per process at a time, set by
+# the run (kb.chain) while it reads its pages; the blocks parsed meanwhile are written after.
+_kept: ResultCache | None = None
+_kept_new: dict[str, tuple[tuple[Block, ...], str | None]] = {}
+
+
+def keep_parsed_blocks(folder: Path | None) -> None:
+    """Read and keep parsed pages' blocks under ``folder`` from now on (None: in this process only)."""
+    global _kept
+    _kept_new.clear()
+    _kept = ResultCache(folder, "blocks", codec=(_encode_blocks, _decode_blocks)) if folder is not None else None
+
+
+def save_parsed_blocks() -> int:
+    """Write the blocks parsed since ``keep_parsed_blocks`` (one file) and keep no more; how many
+    pages were written."""
+    global _kept
+    new = dict(_kept_new)
+    _kept_new.clear()
+    kept, _kept = _kept, None
+    if kept is not None and new:
+        kept.put_many(new)
+    return len(new)
+
+
+@cache
+def _parsers_version() -> str:
+    names = ("markdown", "markdown_inline", "markdown_containers", "html_blocks", "rst", "offsets", "front_matter", "parse")
+    return code_version(*(sys.modules[f"kb.ingest.{n}"] for n in names if f"kb.ingest.{n}" in sys.modules))
+
+
+def _encode_blocks(value: tuple[tuple[Block, ...], str | None]) -> str:
+    blocks, first_heading = value
+    rows = []
+    for b in blocks:
+        offsets = b.offsets if isinstance(b.offsets, OffsetMap) else OffsetMap.from_offsets(b.offsets)
+        starts, docs, length = offsets.runs()
+        rows.append([b.kind, b.start, b.end, b.text, starts, docs, length, b.section, b.level, b.lead_in, b.headers])
+    return orjson.dumps([first_heading, rows]).decode("utf-8")
+
+
+def _decode_blocks(text: str) -> tuple[tuple[Block, ...], str | None]:
+    first_heading, rows = orjson.loads(text)
+    blocks = tuple(
+        Block(kind=k, start=st, end=en, text=t, offsets=OffsetMap(starts, docs, length), section=tuple(sec), level=lv,
+              lead_in=lead, headers=tuple(hd))
+        for k, st, en, t, starts, docs, length, sec, lv, lead, hd in rows
+    )  # fmt: skip
+    return blocks, first_heading
+
+
 @lru_cache(maxsize=512)
 def _blocks(text: str, fmt: str, body: int, mdx: bool) -> tuple[tuple[Block, ...], str | None]:
     """The prose blocks of a text and its first heading: a function of the text alone, so a file
     unchanged between the KB's rev and a source's (or between two sources) is parsed once per
-    process. Blocks are frozen, so the documents may share them."""
+    process, and once across runs where the run keeps them (``keep_parsed_blocks``). Blocks are
+    frozen, so the documents may share them."""
+    kept = _kept
+    if kept is None:
+        return _parse_blocks(text, fmt, body, mdx)
+    key = hashlib.sha256(f"{_parsers_version()}|{fmt}|{body}|{mdx}|".encode() + text.encode("utf-8", "surrogatepass")).hexdigest()
+    found = kept.get_many([key])
+    if key in found:
+        return found[key]
+    parsed = _kept_new[key] = _parse_blocks(text, fmt, body, mdx)
+    return parsed
+
+
+def _parse_blocks(text: str, fmt: str, body: int, mdx: bool) -> tuple[tuple[Block, ...], str | None]:
     if fmt == "markdown":
         blocks, first_heading = MarkdownParser(text, body, mdx=mdx).run()
     elif fmt == "html":
