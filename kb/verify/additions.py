@@ -19,7 +19,7 @@ from kb.verify.slots import is_code_case, normalize, word_tokens
 from kb.verify.spelling import respelt
 from kb.verify.vocabulary import NEGATIONS
 
-__all__ = ["ADDED_CONFIDENCE", "ADDED_NOTE", "added_beside", "entry_name"]
+__all__ = ["ADDED_CONFIDENCE", "ADDED_NOTE", "added_beside", "entry_name", "misspelt", "typo_fixed"]
 
 # Sure enough that the model does not read the added words as a change (it refuted such pairs at
 # 0.9 and more: an added list item, an added "ASGI" before "lifespan events").
@@ -105,8 +105,14 @@ def misspelt(a: str, b: str) -> bool:
     return any(long_[:k] + long_[k + 1 :] == short for k in range(1, len(long_)))
 
 
+def typo_fixed(a: str, b: str) -> bool:
+    """One word is the other with a typo fixed: a letter more, swapped or held down (``misspelt``),
+    or a dictionary word respelt (``kb.verify.spelling.respelt``)."""
+    return misspelt(a, b) or respelt(a, b)
+
+
 def _same(a: str, b: str) -> bool:
-    return a == b or _inflection(a) == _inflection(b) or misspelt(a, b) or respelt(a, b)
+    return a == b or _inflection(a) == _inflection(b) or typo_fixed(a, b)
 
 
 def _tokens(text: str) -> list[str]:

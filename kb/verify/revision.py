@@ -30,7 +30,7 @@ from difflib import SequenceMatcher
 from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.evidence.versions import parse_renames
 from kb.records import Judgement
-from kb.verify.additions import misspelt
+from kb.verify.additions import typo_fixed
 from kb.verify.policy import newest_dates
 from kb.verify.rewording import restated
 from kb.verify.slots import (
@@ -45,7 +45,6 @@ from kb.verify.slots import (
     tokens_outside_quantities,
     value_distance,
 )
-from kb.verify.spelling import respelt
 
 __all__ = ["Contrast", "contrast", "apply_contrast"]
 log = logging.getLogger(__name__)
@@ -183,7 +182,7 @@ def _contrast(claim: str, older: str, newer: str, renamed: Mapping[str, str]) ->
     # read on the words as written, since a stem ("defin") is in no dictionary
     old_parts, new_parts = _parts(os_), _parts(ns)
     old_raw, new_raw = set(old_parts), set(new_parts)
-    fixed = {(r, a) for r in old_raw - new_raw for a in new_raw - old_raw if misspelt(r, a) or respelt(r, a) or renamed.get(r) == a}
+    fixed = {(r, a) for r in old_raw - new_raw for a in new_raw - old_raw if typo_fixed(r, a) or renamed.get(r) == a}
     # a word joined in one version and written apart in the other is the same word: notation
     for word, run in _written_apart(old_raw - new_raw, new_parts):
         fixed.add((word, word))

@@ -30,7 +30,7 @@ from difflib import SequenceMatcher
 
 from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.records import Judgement
-from kb.verify.additions import ADDED_CONFIDENCE, ADDED_NOTE, added_beside, misspelt
+from kb.verify.additions import ADDED_CONFIDENCE, ADDED_NOTE, added_beside, typo_fixed
 from kb.verify.extension import _continues, _ended, _extension, _extension_kind
 from kb.verify.numbers import NUMBERS_ONLY as NUMBERS_ONLY
 from kb.verify.numbers import NUMBERS_ONLY_CONFIDENCE as NUMBERS_ONLY_CONFIDENCE
@@ -54,7 +54,6 @@ from kb.verify.slots import (
     quantity_relation,
     word_tokens,
 )
-from kb.verify.spelling import respelt
 
 # Calibrated-ish confidence per decision kind: precision of that decision on the training
 # parts of VitaminC / FEVER-Lite and on docsdrift (see docs/labelling.md).
@@ -457,7 +456,7 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
         return out
     if _squashed(c_text) == _squashed(e_text) and not any(is_code_identifier(t) for t in ctoks + etoks):
         return out  # a word joined or written apart ("Addon" / "Add-on", "VSCode" / "VS Code"): notation
-    if len(ctoks) == len(etoks) == 1 and (misspelt(ctoks[0], etoks[0]) or respelt(ctoks[0], etoks[0])):
+    if len(ctoks) == len(etoks) == 1 and typo_fixed(ctoks[0], etoks[0]):
         return out  # a typo fixed ("alllllll" / "all", "persistance" / "persistence"): the same word
     # Key=value settings
     cset = [kv for t in ctoks if (kv := _setting(t))]
