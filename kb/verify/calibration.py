@@ -82,17 +82,21 @@ class FindingCalibration:
     smoothing: float = SMOOTHING
 
     def confidence(self, label: str, rationale: str) -> float:
+        return self.reading(label, rationale)[0]
+
+    def note(self, label: str, rationale: str) -> str:
+        return self.reading(label, rationale)[1]
+
+    def reading(self, label: str, rationale: str) -> tuple[float, str]:
+        """A finding's calibrated confidence and the note of its kind's record, its kind read once."""
         kind = finding_kind(label, rationale)
         judged, real = self.kinds.get(kind, (0, 0))
         prior = self.prior.get(label, 0.5)
         if judged + self.smoothing == 0:
-            return round(prior, 3)
-        return round((real + self.smoothing * prior) / (judged + self.smoothing), 3)
-
-    def note(self, label: str, rationale: str) -> str:
-        kind = finding_kind(label, rationale)
-        judged, real = self.kinds.get(kind, (0, 0))
-        return f" [{kind}: {real} of {judged} judged findings of this kind real]" if judged else ""
+            confidence = round(prior, 3)
+        else:
+            confidence = round((real + self.smoothing * prior) / (judged + self.smoothing), 3)
+        return confidence, f" [{kind}: {real} of {judged} judged findings of this kind real]" if judged else ""
 
     def to_json(self) -> dict:
         return {
@@ -173,7 +177,7 @@ def calibrate_findings(verdicts: list[Verdict], calibration: FindingCalibration 
     for v in verdicts:
         if v.label in FINDINGS:
             rationale = _NOTE.sub("", v.rationale)
-            v = replaced(v, confidence=calibration.confidence(v.label, rationale),
-                         rationale=rationale + calibration.note(v.label, rationale))  # fmt: skip
+            confidence, note = calibration.reading(v.label, rationale)
+            v = replaced(v, confidence=confidence, rationale=rationale + note)
         out.append(v)
     return out
