@@ -33,8 +33,17 @@ release changed or removed. A fact is found when a claim of that page holding th
 stale or contradicted; where the splitter cut the sentence into several claims (or the fact runs
 over two sentences), the fewest claims in a row that hold its words between them stand for it,
 and one of them flagged finds it (``facts``, ``facts_found``, ``facts_recall`` with its interval,
-``facts_without_claim``: no claims hold the words, so the parser lost them); each missed fact is
-logged.
+``facts_without_claim``: no claims hold the words, so the parser lost them; ``facts_found_at_0.4``...:
+found by a finding at or above that confidence floor); each missed fact is logged.
+
+``--rejudge FILE`` (with ``--project``) reads a judged sample of the same project, audits it as
+it stands, and prints which judged findings are still reported: ``rejudged`` (judged findings
+whose claim this audit still has; ``rejudged_unmatched`` those it has not, a parser change),
+``rejudged_real_kept`` and ``rejudged_false_kept`` (still stale or contradicted), and
+``rejudged_precision`` (real among those kept), the same at the stricter floors
+(``rejudged_real_kept_at_0.4``...: this audit's calibrated confidences), so a change to the rules is read against a
+person's verdicts without judging again. Claims are matched by page and text; figures on a
+sample the rules were tuned on are development figures.
 
 The data folder comes from ``--data`` or ``$KBAUDIT_DATA/docs-histories``.
 """
@@ -104,6 +113,9 @@ class Params(BaseModel):
     )
     fit: str | None = Field(default=None, description="comma-separated judged sample CSVs to fit a finding calibration on")
     fit_out: str | None = Field(default=None, description="with --fit: write the calibration here (JSON)")
+    rejudge: str | None = Field(
+        default=None, description="a judged sample CSV of this project: print which of its judged findings this audit still reports"
+    )
 
 
 def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -232,6 +244,8 @@ def facts_recall(result, facts: list[dict]) -> dict[str, float]:
     (markup and case aside) is stale or contradicted, or, where no claim holds them all, one of the
     fewest claims in a row that hold them between them."""
     labels = {v.claim_id: v.label for v in result.verdicts}
+    confidence = {v.claim_id: v.confidence for v in result.verdicts}
+    at_floor = dict.fromkeys(STRICTER, 0)
     by_doc: dict[str, list] = {}
     for c in sorted(result.claims, key=lambda c: (c.doc_id, c.start, c.end)):
         by_doc.setdefault(c.doc_id, []).append(c)
@@ -247,12 +261,55 @@ def facts_recall(result, facts: list[dict]) -> dict[str, float]:
             log.info("changed fact without a claim: %s: %s", fact["doc_id"], fact["old_text"])
         elif any(labels.get(c.claim_id) in FINDING_LABELS for c in holders):
             found += 1
+            surest = max(confidence[c.claim_id] for c in holders if labels.get(c.claim_id) in FINDING_LABELS)
+            for floor in STRICTER:
+                at_floor[floor] += surest >= floor
         else:
             got = ", ".join(sorted({labels.get(c.claim_id, "none") for c in holders}))
             log.info("changed fact missed (%s): %s: %s", got, fact["doc_id"], fact["old_text"])
     lo, hi = wilson(found, len(facts))
     return {"facts": float(len(facts)), "facts_found": float(found), "facts_recall": found / len(facts) if facts else 0.0,
-            "facts_recall_lo": lo, "facts_recall_hi": hi, "facts_without_claim": float(without_claim)}  # fmt: skip
+            "facts_recall_lo": lo, "facts_recall_hi": hi, "facts_without_claim": float(without_claim),
+            **{f"facts_found_at_{floor}": float(n) for floor, n in at_floor.items()}}  # fmt: skip
+
+
+def rejudged(result, rows: list[dict]) -> dict[str, float]:
+    """Which judged findings of a sample the audit ``result`` still reports (see the module docstring)."""
+    labels: dict[tuple[str, str], str | None] = {}
+    confidences: dict[tuple[str, str], float] = {}
+    verdicts = {v.claim_id: v for v in result.verdicts}
+    for claim in result.claims:
+        v = verdicts.get(claim.claim_id)
+        labels.setdefault((claim.doc_id, claim.source_text), v.label if v else None)
+        confidences.setdefault((claim.doc_id, claim.source_text), v.confidence if v else 0.0)
+    kept: list[tuple[float, bool]] = []
+    out: dict[str, float] = dict.fromkeys(
+        ("rejudged", "rejudged_unmatched", "rejudged_real_kept", "rejudged_false_kept", "rejudged_real"), 0.0
+    )
+    for row in rows:
+        verdict = (row.get("verdict") or "").strip().lower()
+        if row.get("kind") != "finding" or verdict not in REAL + FALSE:
+            continue
+        key = (row.get("doc_id", ""), row.get("claim", ""))
+        if key not in labels:
+            out["rejudged_unmatched"] += 1
+            continue
+        real = verdict in REAL
+        out["rejudged"] += 1
+        out["rejudged_real"] += real
+        if labels[key] in FINDING_LABELS:
+            out["rejudged_real_kept" if real else "rejudged_false_kept"] += 1
+            kept.append((confidences[key], real))
+            if not real:
+                log.info("still a finding, judged false: %s: %s", key[0], key[1][:120])
+        else:
+            log.info("no longer a finding (judged %s, now %s): %s: %s", verdict, labels[key], key[0], key[1][:120])
+    out["rejudged_precision"] = sum(real for _, real in kept) / len(kept) if kept else 0.0
+    for floor in STRICTER:  # the operating points a team may choose, read from this audit's confidences
+        above = [real for conf, real in kept if conf >= floor]
+        out[f"rejudged_real_kept_at_{floor}"] = float(sum(above))
+        out[f"rejudged_false_kept_at_{floor}"] = float(len(above) - sum(above))
+    return out
 
 
 def project_entry(data: Path, name: str) -> dict:
@@ -362,6 +419,7 @@ def audit(params: Params, work: Path) -> dict[str, float]:
         "findings_per_100_checkworthy": 100.0 * found / checkworthy if checkworthy else 0.0,
         **{f"label_{k}": float(v) for k, v in labels.items()}, "audit_s": audit_s,
         **(facts_recall(result, facts) if facts is not None else {}),
+        **(rejudged(result, read_judged(Path(params.rejudge), "--rejudge")) if params.rejudge else {}),
     }  # fmt: skip
     return {k: round(v, 4) for k, v in metrics.items()}
 

@@ -72,6 +72,16 @@ def test_the_changed_default_is_a_finding_to_judge_and_the_judged_sample_scores(
     assert scored["precision_lo"] <= scored["precision"] <= scored["precision_hi"]
     assert scored["supported_right"] == 1.0 and scored["unjudged"] == 0
 
+    # the same audit read against the person's verdicts: every judged finding is still reported;
+    # a judged claim the KB no longer has is counted apart
+    gone = dict(findings[0], claim="A sentence no release of the guide holds.", verdict="false")
+    with judged.open("a", newline="", encoding="utf-8") as fh:
+        csv.DictWriter(fh, fieldnames=list(rows[0])).writerow(gone)
+    again = run(Params(project="product", data=str(corpus), old="v1.0.0", workdir=str(tmp_path / "w"), rejudge=str(judged)))
+    assert (again["rejudged"], again["rejudged_unmatched"]) == (len(findings), 1)
+    assert (again["rejudged_real_kept"], again["rejudged_false_kept"]) == (real, len(findings) - real)
+    assert again["rejudged_precision"] == round(real / len(findings), 4)
+
 
 @pytest.mark.parametrize(
     ("text", "refusal"),
