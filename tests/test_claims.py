@@ -94,6 +94,14 @@ def test_atomic_claims_coordination_and_lead_ins():
     assert "Plan Pro: Price is $49" in texts and "Plan Pro: Limit is 500 rps" in texts
 
 
+def test_and_inside_a_that_clause_joins_its_subjects_not_two_facts():
+    sentence = "The one caveat is that GitHub and GitLab do not yet support ignoring revisions in their blame view."
+    _, claims = claims_of(f"{sentence}\n")
+    assert [c.text for c in claims] == [sentence]
+    _, claims = claims_of("The default is that builds run nightly and reports are kept for 30 days.\n")
+    assert [c.text for c in claims] == ["The default is that builds run nightly", "reports are kept for 30 days."]
+
+
 def test_self_contained_rewrite_keeps_source_text():
     doc, claims = claims_of(
         "---\ntitle: Payments API guide\n---\n# Overview\n\nThe service is hosted in Dublin.\n\n"

@@ -128,6 +128,19 @@ def _bracketed(text: str) -> list[bool]:
     return inside
 
 
+_SUBORDINATORS = frozenset("that whether because since although though if when where which who whose while unless until".split())
+
+
+def _open_subordinate(words: list[str]) -> bool:
+    """Whether ``words`` end in a subordinate clause that has no verb yet ("... is that GitHub"),
+    so an "and" after them joins that clause's subject to another, not two clauses."""
+    for j in range(len(words) - 1, -1, -1):
+        if words[j].lower().strip(",(") in _SUBORDINATORS:
+            tail = words[j + 1 :]
+            return bool(tail) and _first_verb_index(tail) < 0
+    return False
+
+
 def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
     """Split coordinated facts; [] when there is nothing to split.
 
@@ -190,6 +203,8 @@ def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
             continue
         if rsubj.split()[0].lower() in ("in", "on", "at", "with", "for", "to", "from", "by", "of", "its", "their"):
             continue
+        if _open_subordinate(left_words):
+            continue  # "The caveat is that GitHub and GitLab do not ...": "and" joins the clause's subjects
         cuts.append((m.start(), m.end(), ""))
         piece_start = m.end()
         subject = prefix_subject = rsubj
