@@ -159,7 +159,6 @@ def verify_with(
         judged = {c.claim_id: [memo[(c.text, e.sentence)] for e in evidence.get(c.claim_id, [])] for c in claims}
     if hasattr(system, "label"):
         verdicts = [system.label(c, evidence.get(c.claim_id, []), judged[c.claim_id], TODAY) for c in claims]
-        verdicts = system.recast_findings(claims, verdicts)  # as Verifier.verify does
     else:
         verdicts = [decide(c, evidence.get(c.claim_id, []), judged[c.claim_id], TODAY) for c in claims]
     return verdicts, judged

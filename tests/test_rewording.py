@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kb.records import Claim, Judgement, Verdict
-from kb.verify import RECAST_SUPPORT, Verifier, VerifierSettings
+from kb.records import Claim, Judgement
 from kb.verify.policy import DEFAULT_THRESHOLDS, reworded_refutation
-from kb.verify.rewording import code_words, recast, restates
+from kb.verify.rewording import restates
 from tests.test_git_sources import audit_releases, two_releases
 
 RESTATED = [
@@ -96,38 +95,3 @@ def test_a_reworded_sentence_is_supported_and_changed_facts_stay_stale(history, 
     assert timeout.label == "stale", timeout
     folder = verdicts["Widgets and add-ons can be loaded from the plugins folder of the project."]
     assert folder.label == "stale", folder
-
-
-RECAST = [
-    ("Hugo provides two mutually exclusive configuration options to alter URLs after it renders a page.",
-     "Hugo provides two mutually exclusive configuration settings to alter URLs after it renders a page."),
-    ("Notice the fetch-depth: 0 option on the Checkout workflow step.", "Notice the fetch-depth: 0 option in the Checkout workflow step."),
-]  # fmt: skip
-NOT_RECAST = [
-    ("The server restarts the worker after a crash.", "The server stops the worker after a crash."),  # an action swapped
-    ("Open the generated HTML files under .tox/docs_out/.", "Open the generated HTML files under .tox/docs_out/html/."),  # another path
-    *CHANGED[:6],
-]
-
-
-@pytest.mark.parametrize(("old", "new"), RECAST)
-def test_a_recast_differs_in_prose_words_only(old, new):
-    assert recast(old, new, code_words(old))
-
-
-@pytest.mark.parametrize(("old", "new"), NOT_RECAST)
-def test_a_changed_value_code_token_or_action_is_no_recast(old, new):
-    assert not recast(old, new, code_words(old))
-
-
-def test_a_finding_the_newest_sentence_recasts_is_supported_where_the_model_reads_it_both_ways():
-    pairs = [RECAST[0], ("Widgets can be loaded from the plugins folder.", "Widgets can be loaded from the extensions folder.")]
-    claims = [Claim(f"c{n}", "guide.md", "v1", 0, len(old), old, old) for n, (old, _) in enumerate(pairs)]
-    stale = [Verdict(c.claim_id, "stale", 0.85, "rules", "revision: 'options' only in the older version", evidence_sentence=new)
-             for c, (_, new) in zip(claims, pairs)]  # fmt: skip
-    recast_one, swapped = Verifier(VerifierSettings(use_model=True)).recast_findings(claims, stale)
-    assert recast_one.label == "supported" and recast_one.evidence_sentence == RECAST[0][1]
-    assert "recasts it" in recast_one.rationale and recast_one.confidence >= RECAST_SUPPORT
-    assert swapped == stale[1]  # the model reads another folder as another fact
-    # rules only: nothing reads the meaning, so nothing is recast
-    assert Verifier(VerifierSettings(use_model=False)).recast_findings(claims, stale) == stale

@@ -51,7 +51,6 @@ from kb.verify.policy import (
     without_history_note,
 )
 from kb.verify.revision import apply_contrast
-from kb.verify.rewording import code_words, recast
 from kb.verify.rules import judge_numbers, judge_rules
 from kb.verify.slots import canonical, content_set, content_words, word_tokens
 from kb.verify.specfacts import judge_spec_fact
@@ -61,10 +60,6 @@ __all__ = ["Verifier", "VerifierSettings", "verifier_for", "decide", "document_s
 log = logging.getLogger(__name__)
 SETTING_ELSEWHERE_CONFIDENCE = 0.9  # sure enough that the model does not read another option's line
 SETTING_CHANGED_CONFIDENCE = 0.85
-# A finding whose newest sentence only recasts the claim is supported when the model reads each
-# as stating the other at least this surely: on judged findings of twelve projects the recast
-# pairs judged false were read so at 0.71 to 0.91, the one judged real at 0.52.
-RECAST_SUPPORT = 0.7
 # A list's lead-in ("Two interfaces are included:") states none of the list's items, so against
 # a claim read as "lead-in: item" it is nei, sure enough that the model does not read it either.
 LEAD_IN_CONFIDENCE = 0.9
@@ -658,40 +653,7 @@ class Verifier:
             settled = {c.claim_id: v for c in claims if (v := settled_as_written(c, evidence.get(c.claim_id, []))) is not None}
         self.settled_as_written += len(settled)
         judged = self.judge_pairs([c for c in claims if c.claim_id not in settled], evidence)
-        verdicts = [settled.get(c.claim_id) or self.label(c, evidence.get(c.claim_id, []), judged[c.claim_id], today) for c in claims]
-        return self.recast_findings(claims, verdicts)
-
-    def recast_findings(self, claims: list[Claim], verdicts: list[Verdict]) -> list[Verdict]:
-        """Stale or contradicted claims whose deciding sentence only recasts them are supported.
-
-        The rules read a changed word as a changed fact ("configuration options" -> "configuration
-        settings", "follow the following guidelines" -> "follow these guidelines"); where the words
-        that differ hold no value, code, name, negation or status word
-        (kb/verify/rewording.py ``recast``), the model reads the two sentences both ways, and each
-        stating the other is a rewording, not drift."""
-        claim_of = {c.claim_id: c for c in claims}
-        todo = [
-            (n, v.evidence_sentence, claim_of[v.claim_id].source_text)
-            for n, v in enumerate(verdicts)
-            if v.label in ("stale", "contradicted") and v.evidence_sentence and v.claim_id in claim_of
-            and recast(claim_of[v.claim_id].source_text, v.evidence_sentence, code_words(claim_of[v.claim_id].source_text))
-        ]  # fmt: skip
-        model = self.model if todo else None
-        if model is None:
-            return verdicts
-        p = model.probs([(text, sentence) for _, sentence, text in todo] + [(sentence, text) for _, sentence, text in todo])
-        out = list(verdicts)
-        for k, (n, sentence, _) in enumerate(todo):
-            forward, back = float(p[k][0]), float(p[k + len(todo)][0])
-            if min(forward, back) >= RECAST_SUPPORT:
-                out[n] = Verdict(
-                    claim_id=verdicts[n].claim_id, label="supported", confidence=round(min(forward, back), 4), tier="model",
-                    rationale=f"the newest sentence recasts it (no value, code, name or negation differs, and the model reads "
-                    f"each as stating the other: p={forward:.2f}, {back:.2f}); it was {verdicts[n].label}: "
-                    f"{verdicts[n].rationale[:300]}",
-                    evidence_ids=verdicts[n].evidence_ids, evidence_sentence=sentence,
-                )  # fmt: skip
-        return out
+        return [settled.get(c.claim_id) or self.label(c, evidence.get(c.claim_id, []), judged[c.claim_id], today) for c in claims]
 
 
 _LOADING = threading.Lock()  # a model judge loads once per process, whichever thread needs it first

@@ -31,10 +31,7 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from rapidfuzz.distance import Levenshtein
-
 from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
-from kb.claims.units import BASE_VERBS, VERB_WORDS
 from kb.records import Claim
 from kb.verify.additions import entry_name
 from kb.verify.slots import is_code_identifier, word_tokens
@@ -169,66 +166,6 @@ def restated(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
     if swapped or not (only_text or only_other):
         return False
     return _no_value_differs(wa, wb, only_text, only_other, code)
-
-
-def recast(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
-    """Whether ``other`` differs from ``text`` in prose words only: they share most content
-    words, some words differ, none of them holds a value, and both write the same code tokens
-    (".tox/docs_out/" and ".tox/docs_out/html/" are two paths). Unlike ``restated`` a content
-    word swapped for another is allowed ("options" / "settings"): whether the swap names
-    another thing is for a reader of meaning to say (kb/verify ``Verifier.recast_findings``)."""
-    if not text or not other:
-        return False
-    names = entry_name(text), entry_name(other)
-    if None not in names and names[0] != names[1]:
-        return False
-    wa, wb = _parts(text), _parts(other)
-    ca, cb = _content(wa), _content(wb)
-    if not ca or not cb or len(ca & cb) < MIN_SHARED_CONTENT * max(len(ca), len(cb)):
-        return False
-    if _code_tokens(text) != _code_tokens(other):
-        return False
-    only_text, only_other, _ = differing_words(wa, wb)
-    if _action_swapped(only_text, only_other) or _action_swapped(only_other, only_text):
-        return False  # "reads the file" / "writes the file": a reader of meaning trained on edits misses these
-    return bool(only_text or only_other) and _no_value_differs(wa, wb, only_text, only_other, code)
-
-
-# what documentation does to things, beyond the splitter's verb lexicon: an action swapped
-# for another is a change of fact the model reads as a paraphrase ("restarts" / "stops")
-_ACTION_VERBS = frozenset(
-    """restart stop delete remove install uninstall upload download update upgrade downgrade
-    load save fetch push pull merge rebase commit publish release sign verify validate parse
-    render compile format lint test print skip ignore fail raise throw catch log warn drop add
-    replace rename copy move sort filter group split join wrap call invoke trigger emit watch""".split()
-)
-
-
-def _action_swapped(mine: list[_Word], other: list[_Word]) -> bool:
-    """Whether a verb among the content words only ``mine`` has is no inflection of one ``other``
-    has ("ran" / "run" and "search" / "searched" are grammar fixed; "reads" / "writes" is not)."""
-    theirs = [w.part.lower() for w in other]
-    for w in mine:
-        low = w.part.lower()
-        if w.key not in _content([w]) or not _verb_like(low):
-            continue
-        if not any(u[:1] == low[:1] and Levenshtein.distance(u, low) <= 2 for u in theirs):
-            return True
-    return False
-
-
-def _verb_like(word: str) -> bool:
-    """Whether a word reads as a verb: the lexicons, an -ed or -ing form, or an -s / -es form of
-    a verb in them."""
-    low = word.lower()
-    verbs = BASE_VERBS | _ACTION_VERBS
-    if low in VERB_WORDS or low in verbs or low.endswith(("ed", "ing")):
-        return True
-    return (low.endswith("s") and low[:-1] in verbs) or (low.endswith("es") and low[:-2] in verbs)
-
-
-def _code_tokens(text: str) -> set[str]:
-    return {t.strip(".,;:()") for t in word_tokens(text) if is_code_identifier(t.strip(".,;:()"))}
 
 
 def same_statement(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
