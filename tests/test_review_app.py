@@ -175,8 +175,25 @@ def _goes(driver, action, timeout: float = 180) -> None:
 
     old = driver.find_element(By.TAG_NAME, "html")
     action()
-    _wait(driver, expected_conditions.staleness_of(old), timeout)
+    _wait(driver, _gone(old, expected_conditions.staleness_of(old)), timeout)
     _wait(driver, lambda d: d.execute_script("return document.readyState") == "complete", timeout)
+
+
+def _gone(old, stale):
+    """``staleness_of(old)``, also when Chromium answers the check of an element of a page it is
+    tearing down with "Node with given id does not belong to the document" (a WebDriver error
+    that is not a stale-element error): that element has left the document too."""
+    from selenium.common.exceptions import WebDriverException
+
+    def condition(driver) -> bool:
+        try:
+            return stale(driver)
+        except WebDriverException as exc:
+            if "does not belong to the document" in str(exc):
+                return True
+            raise
+
+    return condition
 
 
 def _rows(driver) -> list:
