@@ -97,8 +97,8 @@ def _default_in_field(claim: Claim, sentence: str, section: str) -> Judgement | 
 # a key chord's modifier as keybinding references abbreviate it: "<c-t>", "<s-up>", "<a-x>" in
 # angle brackets (Emacs and vim style), "Ctrl-T", "control+t" spelt out
 _SHORT_CHORD = re.compile(r"<(c|s|a|m)-", re.IGNORECASE)
-_LONG_CHORD = re.compile(r"\b(ctrl|control|shift|alt|meta|option|opt)[-+](?=\w)", re.IGNORECASE)
-_CHORD_MODIFIER = {"c": "ctrl", "control": "ctrl", "s": "shift", "a": "alt", "m": "alt", "meta": "alt", "option": "alt", "opt": "alt"}
+_LONG_CHORD = re.compile(r"\b(ctrl|control|shift|alt|meta|option)[-+](?=\w)", re.IGNORECASE)
+_CHORD_MODIFIER = {"c": "ctrl", "control": "ctrl", "s": "shift", "a": "alt", "m": "alt", "meta": "alt", "option": "alt"}
 
 
 def _chords_spelt_out(text: str) -> str:
@@ -107,9 +107,8 @@ def _chords_spelt_out(text: str) -> str:
 
     def spelt(m: re.Match) -> str:
         modifier = m.group(1).lower()
-        return (
-            f"<{_CHORD_MODIFIER.get(modifier, modifier)} " if m.group(0).startswith("<") else f"{_CHORD_MODIFIER.get(modifier, modifier)} "
-        )
+        word = _CHORD_MODIFIER.get(modifier, modifier)
+        return f"<{word} " if m.group(0).startswith("<") else f"{word} "
 
     return _LONG_CHORD.sub(spelt, _SHORT_CHORD.sub(spelt, text))
 
