@@ -275,13 +275,11 @@ def facts_recall(result, facts: list[dict]) -> dict[str, float]:
 
 def rejudged(result, rows: list[dict]) -> dict[str, float]:
     """Which judged findings of a sample the audit ``result`` still reports (see the module docstring)."""
-    labels: dict[tuple[str, str], str | None] = {}
-    confidences: dict[tuple[str, str], float] = {}
     verdicts = {v.claim_id: v for v in result.verdicts}
+    reported: dict[tuple[str, str], tuple[str | None, float]] = {}  # (page, claim text) -> (label, confidence)
     for claim in result.claims:
         v = verdicts.get(claim.claim_id)
-        labels.setdefault((claim.doc_id, claim.source_text), v.label if v else None)
-        confidences.setdefault((claim.doc_id, claim.source_text), v.confidence if v else 0.0)
+        reported.setdefault((claim.doc_id, claim.source_text), (v.label, v.confidence) if v else (None, 0.0))
     kept: list[tuple[float, bool]] = []
     out: dict[str, float] = dict.fromkeys(
         ("rejudged", "rejudged_unmatched", "rejudged_real_kept", "rejudged_false_kept", "rejudged_real"), 0.0
@@ -291,19 +289,20 @@ def rejudged(result, rows: list[dict]) -> dict[str, float]:
         if row.get("kind") != "finding" or verdict not in REAL + FALSE:
             continue
         key = (row.get("doc_id", ""), row.get("claim", ""))
-        if key not in labels:
+        if key not in reported:
             out["rejudged_unmatched"] += 1
             continue
+        label, confidence = reported[key]
         real = verdict in REAL
         out["rejudged"] += 1
         out["rejudged_real"] += real
-        if labels[key] in FINDING_LABELS:
+        if label in FINDING_LABELS:
             out["rejudged_real_kept" if real else "rejudged_false_kept"] += 1
-            kept.append((confidences[key], real))
+            kept.append((confidence, real))
             if not real:
                 log.info("still a finding, judged false: %s: %s", key[0], key[1][:120])
         else:
-            log.info("no longer a finding (judged %s, now %s): %s: %s", verdict, labels[key], key[0], key[1][:120])
+            log.info("no longer a finding (judged %s, now %s): %s: %s", verdict, label, key[0], key[1][:120])
     out["rejudged_precision"] = sum(real for _, real in kept) / len(kept) if kept else 0.0
     for floor in STRICTER:  # the operating points a team may choose, read from this audit's confidences
         above = [real for conf, real in kept if conf >= floor]
