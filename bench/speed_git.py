@@ -41,7 +41,7 @@ from kb.config import ConfigError, Settings
 from kb.config.gitspec import open_repository, parse_spec
 from kb.evidence.git_source import _object, _tags
 from kb.store import Store
-from kb.verify.policy import settled_as_written
+from kb.verify import settled_without_model
 
 
 def _docs_paths(bundle: Path) -> list[str]:
@@ -101,12 +101,12 @@ def one_percent_changed(docs: str, seed: int = 7) -> tuple[str, int]:
 
 
 def _work_done(result: AuditResult) -> tuple[int, int, int]:
-    """Check-worthy claims, of them those settled as written, and the pairs the verifier judged."""
+    """Check-worthy claims, of them those settled without a model, and the pairs the verifier judged."""
     claims = {c.claim_id: c for c in result.claims if c.checkworthy}
     settled = pairs = 0
     for claim in claims.values():
         evidence = list(result.evidence.get(claim.claim_id, []))
-        if settled_as_written(claim, evidence) is not None:
+        if settled_without_model(claim, evidence) is not None:
             settled += 1
         else:
             pairs += len(evidence)

@@ -419,3 +419,14 @@ def test_the_clauses_of_a_split_list_item_are_read_as_items():
     assert set(items) == {"addMany: accepts an array of entities", "adds them if not already present."}
     assert items["adds them if not already present."].text.endswith(": addMany: adds them if not already present.")
     assert {c.reason for c in items.values()} == {LEAD_IN_ATTACHED}
+
+
+def test_a_cell_that_repeats_its_rows_key_is_not_a_fact():
+    page = (
+        "# Emojis\n\n## Faces\n\n| | ico | shortcode | |\n| - | :-: | - | - |\n"
+        "| [top](#faces) | :smile: | `:smile:` | [top](#table-of-contents) |\n"
+    )
+    _, claims = claims_of(page, "emojis.md")
+    cells = {c.text: c for c in claims if c.start > 0 and not c.text.startswith(("Emojis", "Faces"))}
+    assert cells["top: top"].checkworthy is False and cells["top: top"].reason == "cell repeats its row's key"
+    assert cells["top: shortcode is :smile:"].checkworthy and cells["top: ico is :smile:"].checkworthy

@@ -13,13 +13,16 @@ import pytest
 
 from bench.speed import Params, run
 from kb.chain import run_audit
+from kb.claims.split import split_claims
+from kb.claims.units import TABLE_NOTE
 from kb.config import Settings
 from kb.evidence.embed import StaticEmbedder
 from kb.evidence.retrieve import Retriever
 from kb.evidence.sources import load_sources
+from kb.ingest.parse import parse_document
 from kb.records import Claim, SourceDoc
-from kb.verify import Verifier, VerifierSettings, verifier_for
-from kb.verify.policy import decide, settled_as_written
+from kb.verify import Verifier, VerifierSettings, table_judgement, verifier_for
+from kb.verify.policy import cell_settles_in_row, decide, settled_as_written
 from tests.conftest import store_sql
 from tests.test_git_sources import make_repo, release
 
@@ -168,3 +171,45 @@ def test_one_percent_of_the_pages_changed_is_a_new_commit_on_the_old_release(his
     assert new.parents[0].id == old.id and [t.name for t in repo.references.iterator() if "v1.0.0" in t.name]
     diff = repo.diff(old.tree, new.tree)
     assert len(diff) == 1 and EDITED_SENTENCE.strip() in diff[0].text
+
+
+TABLE = (
+    "# Reference\n\n## Exit codes\n\n| Code | Meaning | Since |\n| --- | --- | --- |\n"
+    "| `0` | the audit found nothing to report | 1.0 |\n| `3` | at least one finding needs review | {since} |\n"
+)
+
+
+def test_cells_of_a_row_the_newest_page_keeps_are_settled_and_a_changed_cell_is_not(tmp_path):
+    doc = parse_document(TABLE.format(since="1.2").encode(), "kb.md", "kb.md")
+    cells = [c for c in split_claims(doc) if c.reason.startswith(TABLE_NOTE)]
+    assert len(cells) == 4
+    sources = _sources(tmp_path, {"reference.md": (TABLE.format(since="1.4"), date(2024, 1, 1))})
+    retriever = Retriever(None, first_stage=StaticEmbedder(), settle=True)
+    retriever.index(sources)
+    assert retriever.settle(cells) == {}  # a cell is settled only where the policy would read its row alone
+    retriever = Retriever(None, first_stage=StaticEmbedder(), settle=True, settles_cell=cell_settles_in_row)
+    retriever.index(sources)
+    settled = retriever.settle(cells)
+    # "1.0" alone names no fact: the policy needs it stated word for word, so it is searched
+    kept = {c.source_text for c in cells if c.claim_id in settled}
+    assert kept == {"the audit found nothing to report", "at least one finding needs review"}
+    for claim in cells:
+        found = settled.get(claim.claim_id)
+        if found is None:
+            continue
+        assert found[0].sentence.startswith(claim.text.split(": ", 1)[0].split()[-1].strip("`"))
+        verdict = settled_as_written(claim, found, table_judgement)
+        assert verdict is not None and verdict.label == "supported" and verdict.tier == "rules"
+        # decide() gives the same verdict when it judges the row; without a row reader nothing settles
+        judged = verifier_for(None, False).judge_pairs([claim], {claim.claim_id: found})[claim.claim_id]
+        assert decide(claim, found, judged, date(2024, 2, 1)) == verdict
+        assert settled_as_written(claim, found) is None
+    # the changed cell is not settled: its row, judged, refutes it
+    (since,) = [c for c in cells if c.source_text == "1.2"]
+    (meaning,) = [c for c in cells if c.source_text == "at least one finding needs review"]
+    row = list(settled[meaning.claim_id])
+    verifier = Verifier(VerifierSettings(use_model=False, settle_as_written=True))
+    (verdict,) = verifier.verify([since], {since.claim_id: row}, date(2024, 2, 1))
+    assert verifier.settled_as_written == 0 and verdict.label != "supported"
+    judgement = table_judgement(since, row[0].sentence, row[0].passage, row[0].section)
+    assert judgement is not None and judgement.relation == "refutes" and judgement.evidence_value == "1.4"

@@ -33,7 +33,7 @@ from kb.log import logger
 from kb.records import Claim, Document, Evidence, IngestError, SourceDoc, Verdict, replaced
 from kb.store.cache import ResultCache, key_of
 from kb.verify import verifier_for
-from kb.verify.policy import document_status
+from kb.verify.policy import cell_settles_in_row, document_status
 
 if TYPE_CHECKING:
     from kb.chain.scope import RunScope
@@ -143,9 +143,11 @@ def make_retriever(sources: list[SourceDoc], settings: Settings, cache_dir: Path
     cache = settings.embed_cache_dir or cache_dir
     first = first_stage_for(settings.static_model_path, cache) if settings.retrieval_path == "static+minilm" else None
     embedder = Embedder(settings.embed_model_path, cache_dir=cache, backend=settings.embed_backend)
+    settle = settles_as_written(settings)
     retriever = Retriever(
-        embedder, first_stage=first, rerank=settings.rerank_candidates, index_cache=cache, settle=settles_as_written(settings)
-    )
+        embedder, first_stage=first, rerank=settings.rerank_candidates, index_cache=cache, settle=settle,
+        settles_cell=cell_settles_in_row if settle else None,
+    )  # fmt: skip
     retriever.index(sources)
     return retriever
 

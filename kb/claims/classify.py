@@ -46,6 +46,7 @@ _CHECKABLE_VALUE = re.compile(
 # a code span as written ("Deploy with `npx acme-cli publish dist`"): a command, option or path
 _CODE_SPAN = re.compile(r"`[^`\n]*[A-Za-z][^`\n]*`")
 _ADDRESS = re.compile(r"\S+@\S+|\b\w+://\S+")  # "contact us at ...", "visit https://...": not a fact
+_WORDS = re.compile(r"\w+")
 _GREETING = re.compile(
     r"^(?:welcome|hello|hi|hey|greetings|thanks|thank you|cheers|happy \w+|good (?:morning|afternoon|evening)|"
     r"congratulations|enjoy|have fun|best regards|regards|we hope you|hope you|good luck)\b",
@@ -288,6 +289,9 @@ def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings, 
     if unit.has_context and ": " in body:
         lead, body = body.split(": ", 1)
         steps = unit.kind != "cell" and _STEPS_LEAD.search(lead.lower()) is not None
+        if unit.kind == "cell" and _WORDS.findall(lead.lower()) == _WORDS.findall(body.lower()):
+            # a cell that repeats its row's key states nothing of it: an emoji table's "top" links
+            return False, "cell repeats its row's key"
     cond = _CONDITION.match(body)
     if cond:  # "If the connection drops, restart the app." -> look at the main clause
         body = body[cond.end() :]

@@ -17,6 +17,14 @@ LEAD_IN_ATTACHED = "lead-in attached"
 # the note (Claim.reason) of a table cell read with its row's key and its column's header; the
 # note goes on with the cell's place in the row ("..., column 4 of 6")
 TABLE_NOTE = "table row with headers"
+_CELL_PLACE = re.compile(r"column (\d+) of (\d+)")
+
+
+def cell_place(reason: str) -> tuple[int, int] | None:
+    """A table cell's place in its row from its claim's note (``TABLE_NOTE``): (column, cells in
+    the row), the first column 1; None for any other claim."""
+    m = _CELL_PLACE.search(reason) if reason.startswith(TABLE_NOTE) else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 @dataclass

@@ -31,6 +31,7 @@ Every score is kept in ``Evidence``: ``score_bm25`` (raw BM25), ``score_dense`` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
@@ -106,11 +107,15 @@ class Retriever(SourceVersions):
         batch_size: int = 256,
         index_cache: Path | None = None,
         settle: bool = False,
+        settles_cell: Callable[[Claim], bool] | None = None,
     ):
         self.embedder = embedder
         # Claims the newest corpus states as written, with no source dated after that statement,
         # take that sentence as their evidence without a search (see settle).
         self.settle_as_written = settle
+        # ... and table cells whose row the newest corpus keeps, where the verifier's policy reads
+        # such a row alone (``settles_cell``; None: no cell is settled so)
+        self.settles_cell = settles_cell
         self.settled_claims = 0  # claims settled without a search, summed over searches
         # Where index() keeps snapshots of what it builds (the BM25 indexes, the static vectors),
         # keyed by the indexed texts, so a rerun against the same corpus reads them back.
@@ -165,6 +170,7 @@ class Retriever(SourceVersions):
         self._corpus_newest: date | None = None  # the newest source date of the index, lazily
         self._renamed: dict[str, str] | None = None  # terms the newest release renamed, lazily
         self._cells: dict[str, list[tuple[int, int, str]]] | None = None  # the newest corpus's table cells, lazily
+        self._rows: dict[str, list[int]] | None = None  # the newest corpus's table rows by heading path, lazily
 
     # ------------------------------------------------------------ index
 
@@ -175,7 +181,7 @@ class Retriever(SourceVersions):
 
     def index(self, sources: list[SourceDoc]) -> None:
         """(Re)build the index over every passage of every source version."""
-        self._current = self._corpus_newest = self._renamed = self._cells = None
+        self._current = self._corpus_newest = self._renamed = self._cells = self._rows = None
         passages, sentences, p_sent, version_of, ranges, sent_ranges = [], [], [], [], [], []
         by_source: dict[str, list[int]] = {}
         texts = []
@@ -510,9 +516,10 @@ class Retriever(SourceVersions):
 
     def settle(self, claims: list[Claim]) -> dict[str, list[Evidence]]:
         """Evidence found without a search: for each claim that is not time-sensitive and that a
-        sentence of the newest corpus states as written (``stated_verbatim``), when no source
-        version is dated after that sentence's, the passage holding it. Nothing newer can refute
-        such a claim, so the verifier settles it supported without judging a passage
+        sentence of the newest corpus states as written (``stated_verbatim``; for a table cell, a
+        row that holds it in its place, ``stated_in_row``), when no source version is dated after
+        that sentence's, the passage holding it. Nothing newer can refute such a claim, so the
+        verifier settles it supported without judging a passage with a model
         (kb.verify.policy.settled_as_written): most of an unchanged docs page costs no model.
         Only BM25 scores such a passage; its dense and fused scores are 0."""
         out: dict[str, list[Evidence]] = {}
@@ -522,6 +529,8 @@ class Retriever(SourceVersions):
             if claim.time_sensitive or not claim.checkworthy:
                 continue
             verbatim = self.stated_verbatim(claim)
+            if verbatim is None and self.settles_cell is not None and self.settles_cell(claim):
+                verbatim = self.stated_in_row(claim)
             if verbatim is None:
                 continue
             j = self._passage_holding(verbatim)

@@ -18,6 +18,7 @@ from rapidfuzz.utils import default_process
 # passages are cut the same way.
 from kb.claims.split import entry_term, setting_option
 from kb.claims.text import stem_overlap
+from kb.claims.units import cell_place
 from kb.evidence.bm25 import _BM25
 from kb.evidence.passages import _Span, sentence_key, tokenize
 from kb.records import Claim, Passage
@@ -193,6 +194,7 @@ class SourceVersions:
     _current: tuple[dict[str, list[int]], list[str], list[int]] | None
     _renamed: dict[str, str] | None
     _cells: dict[str, list[tuple[int, int, str]]] | None
+    _rows: dict[str, list[int]] | None
 
     # ------------------------------------------------------------ alignment
 
@@ -460,6 +462,38 @@ class SourceVersions:
             if len(whole):
                 return int(a + whole[0]), i
         return None
+
+    def stated_in_row(self, claim: Claim) -> int | None:
+        """For a table cell's claim, a row of the newest corpus under the claim's own heading path
+        that holds the cell as the KB wrote it: as many cells, the claim's entry in its first cell
+        and the claim's value in its column. None for any other claim or when no such row stands
+        there. An emoji table's rows may all begin "top": then any of its rows with the value in
+        that place holds it."""
+        place = cell_place(claim.reason)
+        if place is None:
+            return None
+        column, width = place
+        value, subject = written_key(claim.source_text), written_key(claim.text.split(": ", 1)[0])
+        if not value or not subject:
+            return None
+        for i in self._newest_rows().get(claim.section, ()):
+            cells = self.sentences[i].text.split(" | ")
+            if len(cells) != width or written_key(cells[column - 1]) != value:
+                continue
+            key = written_key(cells[0])
+            if key and (subject == key or subject.endswith(" " + key)):
+                return i
+        return None
+
+    def _newest_rows(self) -> dict[str, list[int]]:
+        """The table rows of the newest corpus (cells joined by " | ") by heading path."""
+        if self._rows is None:
+            rows: dict[str, list[int]] = {}
+            for i in self._newest_corpus()[2]:
+                if " | " in self.sentences[i].text:
+                    rows.setdefault(" > ".join(self.sentences[i].section), []).append(i)
+            self._rows = rows
+        return self._rows
 
     def _newest_cells(self) -> dict[str, list[tuple[int, int, str]]]:
         """The cells of the newest corpus's table rows (cells joined by " | ") that are long enough

@@ -32,7 +32,7 @@ from typing import Any
 
 from kb.claims.split import ENTRY_TERM, SETTING_NOTE, code_like, entry_term, field_name, keyed_setting_line, setting_line, setting_option
 from kb.claims.text import passage_sentences, sentence_spans
-from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
+from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE, cell_place
 from kb.evidence.versions import parse_renames, prose_default, row_holds_default, with_terms_renamed, written_key
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import ADDED_NOTE
@@ -79,7 +79,6 @@ OTHER_ROW_CONFIDENCE = 0.9
 FIELD_DEFAULT_CONFIDENCE = 0.95
 SAME_ROW_CONFIDENCE = 0.95
 CELL_CHANGED_CONFIDENCE = 0.85
-_CELL_PLACE = re.compile(r"column (\d+) of (\d+)")
 # An issue label that opens a changelog entry: "#9488: ", ":issue:`3616`: ", "issue #12 - "
 ISSUE_LABEL = re.compile(r"^\s*(?::issue:`?\d+`?|#\d+|issue\s*#?\d+)\s*[:\-\u2013]\s*", re.IGNORECASE)
 
@@ -123,7 +122,7 @@ def table_judgement(claim: Claim, sentence: str, passage: str = "", section: str
     ("Default: | 20") is about the entry its heading names: under another heading (``section``,
     the evidence's heading path) it is another entry's row."""
     cells = [c.strip() for c in sentence.split(" | ")]
-    place = _CELL_PLACE.search(claim.reason)
+    place = cell_place(claim.reason)
     if len(cells) < 2 or place is None:
         return None
     key = written_key(_chords_spelt_out(cells[0]))
@@ -135,7 +134,7 @@ def table_judgement(claim: Claim, sentence: str, passage: str = "", section: str
     mine, theirs = claim.section.rsplit(" > ", 1)[-1], section.rsplit(" > ", 1)[-1]
     if field_name(cells[0]) and section and written_key(mine) != written_key(theirs):
         return Judgement("nei", OTHER_ROW_CONFIDENCE, "rules", f"{OTHER_HEADING_NOTE} ({theirs}: {cells[0]})")
-    column, width = int(place.group(1)), int(place.group(2))
+    column, width = place
     value = written_key(claim.source_text)
     if len(cells) != width:
         # a column added or dropped: the cell's place is lost; its value, once in the row, still
@@ -169,6 +168,13 @@ def table_judgement(claim: Claim, sentence: str, passage: str = "", section: str
             return Judgement("supports", SAME_ROW_CONFIDENCE, "rules", "the entry's own row holds the value in its place")
     return Judgement("refutes", CELL_CHANGED_CONFIDENCE, "rules", f"the entry's row now reads {now!r} in that place",
                      claim.source_text.strip(), now)  # fmt: skip
+
+
+def settled_without_model(claim: Claim, evidence: list[Evidence]) -> Verdict | None:
+    """The verdict of a claim that the current evidence states word for word, or of a table cell
+    whose row holds it in its place, with nothing dated after (policy.settled_as_written); None
+    when its passages need judging."""
+    return settled_as_written(claim, evidence, table_judgement)
 
 
 def _same_field(line: str, other: str) -> bool:
@@ -649,7 +655,9 @@ class Verifier:
         with nothing dated after it, is settled without a rule or model pass over its passages."""
         settled = {}
         if self.settings.settle_as_written:
-            settled = {c.claim_id: v for c in claims if (v := settled_as_written(c, evidence.get(c.claim_id, []))) is not None}
+            settled = {
+                c.claim_id: v for c in claims if (v := settled_without_model(c, evidence.get(c.claim_id, []))) is not None
+            }
         self.settled_as_written += len(settled)
         judged = self.judge_pairs([c for c in claims if c.claim_id not in settled], evidence)
         return [settled.get(c.claim_id) or self.label(c, evidence.get(c.claim_id, []), judged[c.claim_id], today) for c in claims]

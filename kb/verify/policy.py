@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import date
 
 from rapidfuzz import fuzz
@@ -197,6 +197,10 @@ def stated_as_written(claim: Claim, e: Evidence) -> bool:
     return states_as_written(claim.source_text, claim.section, e.sentence, e.section)
 
 
+# a table cell's claim against a row: (claim, row, the row's passage, its heading path) -> judgement
+RowJudgement = Callable[[Claim, str, str, str], Judgement | None]
+
+
 def _is_current(e: Evidence, newest: dict[str, date]) -> bool:
     """A passage of its source's newest version among the evidence, in a sentence that version
     still has (a sentence the newest version dropped is history, even where that version is not
@@ -218,18 +222,50 @@ def _supported_as_written(base: dict, e: Evidence) -> Verdict:
     )  # fmt: skip
 
 
-def settled_as_written(claim: Claim, evidence: list[Evidence]) -> Verdict | None:
+def settled_as_written(claim: Claim, evidence: list[Evidence], row_judgement: RowJudgement | None = None) -> Verdict | None:
     """The verdict ``decide`` gives, without judging a single passage, to a claim that the current
     evidence states word for word when no evidence is dated after that statement (so no newer
-    source can refute it); None when the claim needs its passages judged."""
+    source can refute it); None when the claim needs its passages judged. With ``row_judgement``
+    (a table cell's claim against a row), a cell whose evidence is all current is settled the same
+    way by a row that holds its value in its place, unless another row holds another value there."""
     if not claim.checkworthy or claim.time_sensitive or not evidence:
         return None
     newest = newest_dates(evidence)
     current = [e for e in evidence if _is_current(e, newest)]
+    base = {"claim_id": claim.claim_id, "evidence_ids": tuple(x.evidence_id for x in evidence)}
     e = _newest_written(claim, current)
+    if e is None and row_judgement is not None and claim.reason.startswith(TABLE_NOTE):
+        # only where the policy would read the row alone: with older versions in view it weighs
+        # rewordings, and a cell too short to name its fact needs a word-for-word statement
+        if len(current) < len(evidence) or not cell_settles_in_row(claim):
+            return None
+        return _settled_in_row(claim, base, current, row_judgement)
     if e is None or any(_date_key(x.source_date) > _date_key(e.source_date) for x in current):
         return None
-    return _supported_as_written({"claim_id": claim.claim_id, "evidence_ids": tuple(x.evidence_id for x in evidence)}, e)
+    return _supported_as_written(base, e)
+
+
+def cell_settles_in_row(claim: Claim) -> bool:
+    """Whether a table cell's claim may be settled by the row that holds its value alone: not one
+    too short to name its fact (those need a word-for-word statement), nor a history note."""
+    return claim.reason.startswith(TABLE_NOTE) and not underspecified(claim.text) and not history_note(claim.source_text)
+
+
+def _settled_in_row(claim: Claim, base: dict, current: list[Evidence], row_judgement: RowJudgement) -> Verdict | None:
+    read = [(e, row_judgement(claim, e.sentence, e.passage or "", e.section)) for e in current]
+    if any(j is not None and j.relation == "refutes" for _, j in read):
+        return None
+    held = [(e, j) for e, j in read if j is not None and j.relation == "supports"]
+    if not held:
+        return None
+    e, j = max(held, key=lambda p: (_date_key(p[0].source_date), p[1].confidence))
+    if any(_date_key(x.source_date) > _date_key(e.source_date) for x in current):
+        return None
+    return Verdict(
+        **base, label="supported", confidence=round(j.confidence, 4), tier="rules",
+        rationale=f"{e.source_id}" + (f" ({e.source_date.isoformat()})" if e.source_date else "") + f": {j.rationale}",
+        evidence_sentence=e.sentence,
+    )  # fmt: skip
 
 
 def decide(
