@@ -22,7 +22,8 @@ PAGES = {
     "docs/cli.md": "# CLI\n\nThe path is relative to the baseURL in your site configuration.\n\n"
     "The build command writes the output to the public folder of the working directory.\n",
     "docs/cache.md": "# Cache\n\nThe download cache is enabled by default for every module that the build reads.\n\n"
-    "The image cache is enabled by default for every image that the build processes.\n",
+    "The image cache is enabled by default for every image that the build processes.\n\n"
+    "The keepComments flag of the minifier takes precedence over the comments setting in the site configuration.\n",
 }
 
 
@@ -44,6 +45,7 @@ def _newer(text: str) -> str:
         .replace("multilingual sites", "multilingual projects")
         .replace("Import a site", "Import a project")
         .replace("enabled by default", "disabled by default")
+        .replace("setting in the project configuration", "setting in your project configuration")
     )
 
 
@@ -64,6 +66,9 @@ def test_a_term_renamed_across_pages_is_supported_and_a_state_changed_across_pag
     assert len(repeated) == 2 and all(v.label == "supported" for v in repeated), repeated
     plural = verdicts["The counter is global for both monolingual and multilingual sites."]
     assert plural.label == "supported", plural
+    # renamed and reworded a little ("the" -> "your"): the rename is still no change of fact
+    reworded = verdicts["The keepComments flag of the minifier takes precedence over the comments setting in the site configuration."]
+    assert reworded.label == "supported", reworded
     # a name changed on as many pages is another person, not a term renamed
     signed = [v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id and c.source_text == SIGNED]
     assert signed and all(v.label in ("stale", "contradicted") for v in signed), signed

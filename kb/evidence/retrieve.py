@@ -618,6 +618,10 @@ class Retriever(SourceVersions):
                         chosen.insert(0, t)
                     sentence[t] = verbatim  # a chosen passage holding it reads as that sentence
                 renamed_at = {j: renames for j in chosen if renames and sentence[j] == verbatim}
+                if not renames and (taken := self.renames_taken(claim)):
+                    # no newest sentence states it renamed word for word, but one may reword it:
+                    # its passages are read with the claim's terms renamed too (for what still states it)
+                    renamed_at = dict.fromkeys(chosen, taken)
                 # or a table cell states it: the row is evidence (a chosen passage holding the
                 # whole cell reads as the row)
                 cell = self.stated_in_cell(claim) if verbatim is None else None

@@ -395,10 +395,7 @@ class SourceVersions:
         """A sentence of the newest corpus that states the claim as written once the terms the
         newest release renamed (``renamed_terms``) are renamed in it too, and the renames it
         took ("site>project"); None when there is none or the claim has no renamed term."""
-        renamed = self.renamed_terms()
-        if not renamed:
-            return None
-        text, took = with_terms_renamed(claim.source_text, renamed)
+        text, took = self._with_renames(claim)
         if not took:
             return None
         found = self._newest_corpus()[0].get(sentence_key(text))
@@ -407,6 +404,16 @@ class SourceVersions:
         if not written:
             return None
         return self._own_heading_first(claim, written)[0], ", ".join(f"{w}>{n}" for w, n in sorted(took.items()))
+
+    def _with_renames(self, claim: Claim) -> tuple[str, dict[str, str]]:
+        renamed = self.renamed_terms()
+        return with_terms_renamed(claim.source_text, renamed) if renamed else (claim.source_text, {})
+
+    def renames_taken(self, claim: Claim) -> str:
+        """The renames of ``renamed_terms`` that the claim's words take ("site>project"), "" for
+        none: the newest release writes the claim's fact in those terms wherever it still
+        states it, reworded or not."""
+        return ", ".join(f"{w}>{n}" for w, n in sorted(self._with_renames(claim)[1].items()))
 
     def default_in_field(self, claim: Claim) -> int | None:
         """A table row of the newest corpus, under the claim's own heading path, with a cell that

@@ -655,9 +655,7 @@ class Verifier:
         with nothing dated after it, is settled without a rule or model pass over its passages."""
         settled = {}
         if self.settings.settle_as_written:
-            settled = {
-                c.claim_id: v for c in claims if (v := settled_without_model(c, evidence.get(c.claim_id, []))) is not None
-            }
+            settled = {c.claim_id: v for c in claims if (v := settled_without_model(c, evidence.get(c.claim_id, []))) is not None}
         self.settled_as_written += len(settled)
         judged = self.judge_pairs([c for c in claims if c.claim_id not in settled], evidence)
         return [settled.get(c.claim_id) or self.label(c, evidence.get(c.claim_id, []), judged[c.claim_id], today) for c in claims]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import defaultdict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from datetime import date
 
 from rapidfuzz import fuzz
@@ -35,7 +35,7 @@ from kb.claims.text import passage_sentences, sentence_spans
 from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.changelog import is_changelog, release_heading
 from kb.evidence.passages import sentence_key
-from kb.evidence.versions import STILL_STATED, states_as_written, written_key
+from kb.evidence.versions import STILL_STATED, parse_renames, states_as_written, written_key
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import added_beside
 from kb.verify.rewording import code_words, restates, same_statement
@@ -301,6 +301,8 @@ def decide(
 
     newest = newest_dates(evidence)
     elsewhere = {evidence[i].evidence_id for i in entries_elsewhere(evidence, judgements)}
+    # terms the newest release renamed across its pages, where the claim uses them: the same words
+    renames = {w: n for e in evidence if e.renamed for w, n in parse_renames(e.renamed).items()}
 
     current: dict[str, list[tuple[Evidence, Judgement]]] = defaultdict(list)
     history: dict[str, list[tuple[Evidence, Judgement]]] = defaultdict(list)
@@ -398,7 +400,7 @@ def decide(
             for sid in sup:
                 old = best(history.get(sid, []), "supports", th["verbatim"])
                 rev = old and _revised_counterpart(claim, current[sid], th["revision"])
-                if rev and not restates(claim, rev[1]):
+                if rev and not restates(claim, rev[1], renames):
                     return _revised(claim, base, sid, old, rev, th)
 
     if sup:
@@ -450,7 +452,7 @@ def decide(
         if stale_hits and not paired:
             # the diff of the two versions still puts a rewritten sentence where the supporting
             # one stood: stale as rewritten, whatever the unrelated sentence says
-            rewrite = None if vague else _placed_rewrite(claim, base, history, current, th, elsewhere)
+            rewrite = None if vague else _placed_rewrite(claim, base, history, current, th, elsewhere, renames)
             if rewrite:
                 return rewrite
             e_new, j_new, e_old, _ = stale_hits[0]
@@ -524,7 +526,7 @@ def decide(
         if not old or sid not in current or vague:
             continue
         rev = _revised_counterpart(claim, current[sid], th["revision"])
-        if rev and restates(claim, rev[1]):
+        if rev and restates(claim, rev[1], renames):
             return _restated(claim, base, sid, old, rev[1])
         if rev:
             return _revised(claim, base, sid, old, rev, th)
@@ -535,7 +537,7 @@ def decide(
         return _stands_elsewhere(base, old_sup[0], stands)
     # an older version supported it and a diff of the two versions puts a different sentence of
     # the newest version in its place: the statement was rewritten (not merely dropped)
-    rewrite = None if vague else _placed_rewrite(claim, base, history, current, th, elsewhere)
+    rewrite = None if vague else _placed_rewrite(claim, base, history, current, th, elsewhere, renames)
     if rewrite:
         return rewrite
     removed = [(e, j) for e, j in old_sup if e.removed_in and j.confidence >= th["support"]]
@@ -747,7 +749,8 @@ def _revised(claim: Claim, base: dict, sid: str, old, rev, th) -> Verdict:
     )  # fmt: skip
 
 
-def _placed_rewrite(claim: Claim, base: dict, history, current, th, elsewhere: Collection[str] = ()) -> Verdict | None:
+def _placed_rewrite(claim: Claim, base: dict, history, current, th, elsewhere: Collection[str] = (),
+                    renames: Mapping[str, str] | None = None) -> Verdict | None:  # fmt: skip
     """Stale as rewritten: an older version supports the claim and the newest version of that
     source holds the sentence a diff of the two versions put in its place. ``elsewhere``: the
     evidence ids of another entry's lines, which are no rewrite of the claim's."""
@@ -757,7 +760,7 @@ def _placed_rewrite(claim: Claim, base: dict, history, current, th, elsewhere: C
         for e_old, j_old in sorted(items, key=lambda p: -p[1].confidence):
             e_new = placed.get(e_old.passage_id)
             if e_new and j_old.relation == "supports" and j_old.confidence >= th["stale_history"]:
-                if restates(claim, e_new.sentence or "") or _in_other_notation(claim, e_new.sentence or ""):
+                if restates(claim, e_new.sentence or "", renames) or _in_other_notation(claim, e_new.sentence or ""):
                     return _restated(claim, base, sid, (e_old, j_old), e_new.sentence or "")
                 return _rewritten(claim, base, sid, (e_old, j_old), e_new)
     return None

@@ -28,10 +28,12 @@ shows up as drift nor drafts an edit that deletes a true sentence.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
+from kb.evidence.versions import with_terms_renamed, written_key
 from kb.records import Claim
 from kb.verify.additions import entry_name
 from kb.verify.slots import is_code_identifier, word_tokens
@@ -144,10 +146,15 @@ def _negations(words: list[_Word]) -> int:
     return sum(1 for w in words if w.part.lower() in NEGATING or w.token.lower().endswith("n't"))
 
 
-def restates(claim: Claim, sentence: str) -> bool:
+def restates(claim: Claim, sentence: str, renames: Mapping[str, str] | None = None) -> bool:
     """Whether ``sentence``, which a diff or a similarity already paired with the claim, states it
-    in other words: some words differ and none of them holds a value."""
-    return restated(claim.text or claim.source_text, sentence, code_words(claim.source_text))
+    in other words: some words differ and none of them holds a value. ``renames``: terms the
+    newest release renamed across its pages (old word -> new word), the same words here."""
+    text, code = claim.text or claim.source_text, code_words(claim.source_text)
+    if restated(text, sentence, code):
+        return True
+    renamed, took = with_terms_renamed(text, renames) if renames else (text, {})
+    return bool(took) and (restated(renamed, sentence, code) or written_key(renamed) == written_key(sentence))
 
 
 def restated(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
