@@ -90,7 +90,7 @@ def test_demo_accuracy_against_expected_labels(demo_runs):
 
 
 def test_sigkill_mid_run_then_rerun_matches_an_uninterrupted_run(demo_runs, tmp_path):
-    """Kill a run after verification (before its store commit), re-run: the store holds exactly
+    """Kill a run after verification (held before its store commit), re-run: the store holds exactly
     one run whose verdicts equal the uninterrupted run's, and the finished batches are reused."""
     import os
     import signal
@@ -108,10 +108,14 @@ def test_sigkill_mid_run_then_rerun_matches_an_uninterrupted_run(demo_runs, tmp_
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONUNBUFFERED": "1"}
     command = [sys.executable, "-m", "cli.main", "run", str(docs_root), "--sources", sources, "--out", str(out), "--today", DEMO_TODAY]
     log_path = tmp_path / "killed.log"
+    # the run holds before its store commit (every batch verified) until killed: a run that ends
+    # within a poll of its verify stage would otherwise race the kill
+    held = [sys.executable, str(Path(__file__).parent / "faults" / "inject.py"), *command[3:]]
+    hold = {**env, "KBAUDIT_FAULT": f"hold-before-commit:{tmp_path / 'never'}"}
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(held, stdout=log, stderr=subprocess.STDOUT, env=hold)
         deadline = time.monotonic() + 300
-        while "[4/6] verify" not in log_path.read_text(errors="replace"):
+        while "FAULT-POINT before-commit" not in log_path.read_text(errors="replace"):
             assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()
             time.sleep(0.2)
         process.send_signal(signal.SIGKILL)
