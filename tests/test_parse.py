@@ -775,3 +775,21 @@ def test_an_audit_keeps_its_parsed_pages_in_its_cache_unless_run_in_full(tmp_pat
     assert parse_module._kept is None  # nothing parsed after the run's reading is kept
     run_audit(load_settings({"today": DEMO_TODAY, "full": True}, environ={}).validate(), cache_dir=tmp_path / "full")
     assert not (tmp_path / "full" / "stages" / "blocks").exists()
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        "title: Emojis\ncategories: [quick reference]\nkeywords: [emoji]\nmenu:\n  docs:\n    parent: quick-reference\n    weight: 20",
+        "title: Page\naliases: [/old/, '/older/']\nparams: {searchable: false, tags: [a, b]}\ndate: 2024-05-01",
+        "title: 'Brackets [in] a string'\nlist: [[1, 2], [3, [4, 5]]]",
+    ],
+)
+def test_flow_collections_read_by_libyaml_as_by_the_python_loader(front):
+    import yaml
+
+    from kb.ingest.front_matter import _flow_depth, _NoAliasSafeLoader
+
+    assert _flow_depth(front) <= 8  # the fast loader reads it
+    meta, _ = read_front_matter(f"---\n{front}\n---\nBody.\n")
+    assert meta == yaml.load(front, Loader=_NoAliasSafeLoader)  # noqa: S506 (safe subclass)

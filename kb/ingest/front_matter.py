@@ -30,15 +30,29 @@ class _NoAliasSafeLoader(yaml.SafeLoader):
 
 
 # libyaml's loader, ten times the pure-Python one's speed, for front matter that cannot hold an
-# anchor, an alias or a tag (no & * !) nor nest in flow collections (no [ {), so that its
-# recursion stays within what 64 KB of indentation allows. Anything else, and anything libyaml
-# rejects, is read by _NoAliasSafeLoader, which refuses aliases and says what is wrong.
+# anchor, an alias or a tag (no & * !) and whose flow collections ("tags: [a, b]", most Hugo
+# pages) nest at most FLOW_DEPTH deep, so that its recursion stays within what 64 KB of
+# indentation allows. Anything else, and anything libyaml rejects, is read by
+# _NoAliasSafeLoader, which refuses aliases and says what is wrong.
 _C_SAFE_LOADER = getattr(yaml, "CSafeLoader", None)
-_NEEDS_PYTHON_LOADER = re.compile(r"[&*!\[{]")
+_NEEDS_PYTHON_LOADER = re.compile(r"[&*!]")
+_FLOW = re.compile(r"[\[\]{}]")
+FLOW_DEPTH = 8
+
+
+def _flow_depth(yaml_text: str) -> int:
+    """How deep the brackets of the text nest (quotes not told apart: a bracket inside a string
+    can only make it read deeper, and send the text to the Python loader)."""
+    depth = deepest = 0
+    for m in _FLOW.finditer(yaml_text):
+        depth += 1 if m.group() in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _load_front_matter(yaml_text: str):
-    if _C_SAFE_LOADER is not None and not _NEEDS_PYTHON_LOADER.search(yaml_text):
+    if (_C_SAFE_LOADER is not None and not _NEEDS_PYTHON_LOADER.search(yaml_text)
+            and _flow_depth(yaml_text) <= FLOW_DEPTH):  # fmt: skip
         try:
             return yaml.load(yaml_text, Loader=_C_SAFE_LOADER)  # noqa: S506 (libyaml's SafeLoader)
         except Exception:  # noqa: BLE001 (read again below, for the Python loader's message)
