@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
+from collections.abc import Mapping
 from difflib import SequenceMatcher
 
 import numpy as np
@@ -138,7 +139,7 @@ def row_holds_default(row: str, values: tuple[str, ...]) -> bool:
     return " | " in row and any(cell_default(cell) == values for cell in row.split(" | ")[1:])
 
 
-def with_terms_renamed(text: str, renamed: dict[str, str]) -> tuple[str, dict[str, str]]:
+def with_terms_renamed(text: str, renamed: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     """``text`` with each prose word that ``renamed`` maps (lower case) replaced, a capital kept,
     and the renames it took. Words inside names ("site.Params", "--site") stay."""
     took: dict[str, str] = {}
