@@ -213,12 +213,22 @@ def _newest_written(claim: Claim, current) -> Evidence | None:
     return max((e for e in current if stated_as_written(claim, e)), key=lambda e: _date_key(e.source_date), default=None)
 
 
+def _cited(e: Evidence) -> str:
+    """The evidence's source as a rationale names it: "guide.md (2024-06-10)"."""
+    return e.source_id + (f" ({e.source_date.isoformat()})" if e.source_date else "")
+
+
+def _supported(base: dict, e: Evidence, j: Judgement) -> Verdict:
+    return Verdict(
+        **base, label="supported", confidence=round(j.confidence, 4), tier=j.tier, rationale=f"{_cited(e)}: {j.rationale}",
+        evidence_sentence=e.sentence,
+    )  # fmt: skip
+
+
 def _supported_as_written(base: dict, e: Evidence) -> Verdict:
     return Verdict(
         **base, label="supported", confidence=STATED_AS_WRITTEN_CONFIDENCE, tier="rules",
-        rationale=f"{e.source_id}" + (f" ({e.source_date.isoformat()})" if e.source_date else "")
-        + ": its newest version states the claim word for word",
-        evidence_sentence=e.sentence,
+        rationale=f"{_cited(e)}: its newest version states the claim word for word", evidence_sentence=e.sentence,
     )  # fmt: skip
 
 
@@ -261,11 +271,7 @@ def _settled_in_row(claim: Claim, base: dict, current: list[Evidence], row_judge
     e, j = max(held, key=lambda p: (_date_key(p[0].source_date), p[1].confidence))
     if any(_date_key(x.source_date) > _date_key(e.source_date) for x in current):
         return None
-    return Verdict(
-        **base, label="supported", confidence=round(j.confidence, 4), tier="rules",
-        rationale=f"{e.source_id}" + (f" ({e.source_date.isoformat()})" if e.source_date else "") + f": {j.rationale}",
-        evidence_sentence=e.sentence,
-    )  # fmt: skip
+    return _supported(base, e, j)
 
 
 def decide(
@@ -421,12 +427,7 @@ def decide(
                     action=AGED_ACTION,
                     evidence_sentence=e.sentence,
                 )  # fmt: skip
-        return Verdict(
-            **base, label="supported", confidence=round(j.confidence, 4), tier=j.tier,
-            rationale=f"{e.source_id}" + (f" ({e.source_date.isoformat()})" if e.source_date else "")
-            + f": {j.rationale}",
-            evidence_sentence=e.sentence,
-        )  # fmt: skip
+        return _supported(base, e, j)
 
     if ref:
         # stale: an older version of a refuting source supported the claim
@@ -507,8 +508,7 @@ def decide(
         correctable = j.evidence_value is not None
         return Verdict(
             **base, label="contradicted", confidence=round(j.confidence, 4), tier=j.tier,
-            rationale=f"{e.source_id}" + (f" ({e.source_date.isoformat()})" if e.source_date else "")
-            + f" refutes: {j.rationale}",
+            rationale=f"{_cited(e)} refutes: {j.rationale}",
             gap_type="technical" if correctable else "systemic",
             gap_severity=_severity(claim, "contradicted"),
             action=("correct from the evidence" if correctable else "human review")
