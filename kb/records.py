@@ -156,6 +156,9 @@ class Claim:
     freshness_days: int | None = None
     requirements: tuple[str, ...] = ("source_passage",)
     section: str = ""  # heading path, " > " joined
+    # the whole sentence, as written, that a clause or an enumerated item was cut from; "" when the
+    # claim is a whole sentence. A clause whose sentence stands in the newest corpus is unchanged.
+    sentence: str = ""
 
 
 @dataclass(frozen=True)

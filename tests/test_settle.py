@@ -14,7 +14,7 @@ import pytest
 from bench.speed import Params, run
 from kb.chain import run_audit
 from kb.claims.split import split_claims
-from kb.claims.units import TABLE_NOTE
+from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.config import Settings
 from kb.evidence.embed import StaticEmbedder
 from kb.evidence.retrieve import Retriever
@@ -213,3 +213,41 @@ def test_cells_of_a_row_the_newest_page_keeps_are_settled_and_a_changed_cell_is_
     assert verifier.settled_as_written == 0 and verdict.label != "supported"
     judgement = table_judgement(since, row[0].sentence, row[0].passage, row[0].section)
     assert judgement is not None and judgement.relation == "refutes" and judgement.evidence_value == "1.4"
+
+
+CLAUSES = (
+    "# Guide\n\n## Builds\n\n"
+    "The build excludes drafts, expired, and future pages by default and writes the site to the public folder.\n\n"
+    "The build command accepts these flags:\n\n"
+    "- `--minify` compresses the output before it is written and `--gc` removes unused cache files after the build.\n"
+)
+
+
+def test_clauses_whose_whole_sentence_stands_are_settled_and_those_of_a_changed_sentence_are_not(tmp_path):
+    claims = [c for c in split_claims(parse_document(CLAUSES.encode(), "kb.md", "kb.md")) if c.checkworthy]
+    clauses = [c for c in claims if c.sentence]
+    assert {c.reason for c in clauses} == {"coordinated fact split", LEAD_IN_ATTACHED} and len(clauses) == 5
+    assert all(c.source_text in c.sentence and c.source_text != c.sentence for c in clauses)
+    # the newest release keeps every sentence, on another page under the same heading path
+    retriever = Retriever(None, first_stage=StaticEmbedder(), settle=True)
+    retriever.index(_sources(tmp_path / "moved", {"build.md": (CLAUSES, date(2024, 1, 1))}))
+    settled = retriever.settle(claims)
+    assert set(settled) == {c.claim_id for c in clauses}
+    for claim in clauses:
+        found = settled[claim.claim_id]
+        assert [e.sentence for e in found] == [claim.sentence]
+        verdict = settled_as_written(claim, found)
+        assert verdict is not None and verdict.label == "supported" and "the sentence the claim is a clause of" in verdict.rationale
+        # decide() gives the same verdict when it judges the passage
+        judged = verifier_for(None, False).judge_pairs([claim], {claim.claim_id: found})[claim.claim_id]
+        assert decide(claim, found, judged, date(2024, 2, 1)) == verdict
+    # another clause in the first sentence: each of its facts is searched and judged; a comma
+    # added to the second is no change of its words
+    changed = CLAUSES.replace("future pages", "future pages and stubs").replace(" and `--gc`", ", and `--gc`")
+    retriever = Retriever(None, first_stage=StaticEmbedder(), settle=True)
+    retriever.index(_sources(tmp_path / "changed", {"guide.md": (changed, date(2024, 1, 1))}))
+    assert set(retriever.settle(clauses)) == {c.claim_id for c in clauses if c.reason == LEAD_IN_ATTACHED}
+    # the sentence standing under another heading path is another entry's
+    retriever = Retriever(None, first_stage=StaticEmbedder(), settle=True)
+    retriever.index(_sources(tmp_path / "elsewhere", {"guide.md": (CLAUSES.replace("## Builds", "## Deploys"), date(2024, 1, 1))}))
+    assert retriever.settle(clauses) == {}

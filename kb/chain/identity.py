@@ -101,6 +101,7 @@ def verdict_key(claim: Claim, evidence_digest: str, settings: Settings) -> str:
         "verdict",
         claim.claim_id,
         claim.text,
+        claim.sentence,
         list(claim.requirements),
         claim.time_sensitive,
         claim.freshness_days,

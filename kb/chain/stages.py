@@ -166,7 +166,9 @@ def retrieve_stage(
     retriever = None
 
     identity = retrieval_identity(settings)
-    keys = [key_of("evidence", c.claim_id, c.text, k, corpus, retriever_version(), EVIDENCE_CACHE_FORMAT, *identity) for c in wanted]
+    keys = [
+        key_of("evidence", c.claim_id, c.text, c.sentence, k, corpus, retriever_version(), EVIDENCE_CACHE_FORMAT, *identity) for c in wanted
+    ]
     # cached searches stay as their cache text (RunEvidence decodes a claim's rows when asked)
     found = caches.evidence.get_encoded_many(keys) if caches.read else {}
     todo = sum(1 for key in keys if key not in found)

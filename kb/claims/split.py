@@ -23,7 +23,7 @@ import re
 from kb.claims.classify import _ANSWER_PREFIX, _NOTE_PREFIX, _NOTE_THAT, _POLICY_DOC, _checkworthy, classify
 from kb.claims.rewrite import _named_subject, _resolve, _subject_of
 from kb.claims.text import sentence_spans
-from kb.claims.units import _block_units
+from kb.claims.units import _block_units, _Unit
 from kb.config import ClaimSettings
 from kb.errors import ClaimLimitError
 from kb.ingest.offsets import OffsetMap
@@ -150,6 +150,16 @@ def _entry_fields(block: Block, units: list) -> None:
             u.text, u.has_context, u.note = f"{term}: {line}", True, SETTING_NOTE
 
 
+def _own_sentence(block: Block, unit: _Unit, own: str) -> str:
+    """What ``Claim.sentence`` holds for ``unit``: the whole sentence of the page, as written, a
+    clause or an enumerated item was cut from; "" for a whole sentence, a table cell and a setting
+    line read with an option named elsewhere."""
+    if unit.sentence is None or unit.note == SETTING_NOTE:
+        return ""
+    sentence = block.text[unit.sentence[0] : unit.sentence[1]].strip()
+    return " ".join(sentence.split()) if sentence != own.strip() else ""
+
+
 def setting_option(claim: Claim) -> str:
     """The option a setting line was read with (what :func:`split_claims` put before its text),
     "" for any other claim."""
@@ -258,6 +268,7 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
                     freshness_days=fresh,
                     requirements=requirements,
                     section=section,
+                    sentence=_own_sentence(block, unit, src_text),
                 )
             )
             if len(claims) > settings.max_claims_per_doc:

@@ -35,6 +35,7 @@ class _Unit:
     note: str = ""  # why this unit was rewritten
     kind: str = "sentence"  # sentence | clause | item | cell | heading
     has_context: bool = False  # a lead-in or header was attached
+    sentence: tuple[int, int] | None = None  # span in block text of the sentence the unit is part of
 
 
 _SEMI = re.compile(r";\s+")
@@ -333,7 +334,9 @@ def _block_units(block: Block, settings: ClaimSettings, lead_in: str = "") -> li
         return _table_units(block)
     units: list[_Unit] = []
     for s, e in sentence_spans(text):
-        units.extend(_units_for_sentence(text, s, e, settings))
+        for unit in _units_for_sentence(text, s, e, settings):
+            unit.sentence = (s, e)
+            units.append(unit)
     if block.kind == "list_item" and lead_in:
         lead = lead_in.strip().rstrip(":").strip()
         for u in units:

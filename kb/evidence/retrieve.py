@@ -517,8 +517,9 @@ class Retriever(SourceVersions):
     def settle(self, claims: list[Claim]) -> dict[str, list[Evidence]]:
         """Evidence found without a search: for each claim that is not time-sensitive and that a
         sentence of the newest corpus states as written (``stated_verbatim``; for a table cell, a
-        row that holds it in its place, ``stated_in_row``), when no source version is dated after
-        that sentence's, the passage holding it. Nothing newer can refute such a claim, so the
+        row that holds it in its place, ``stated_in_row``; for a clause, its whole sentence under
+        its heading path, ``stated_in_sentence``), when no source version is dated after that
+        sentence's, the passage holding it. Nothing newer can refute such a claim, so the
         verifier settles it supported without judging a passage with a model
         (kb.verify.policy.settled_as_written): most of an unchanged docs page costs no model.
         Only BM25 scores such a passage; its dense and fused scores are 0."""
@@ -531,6 +532,8 @@ class Retriever(SourceVersions):
             verbatim = self.stated_verbatim(claim)
             if verbatim is None and self.settles_cell is not None and self.settles_cell(claim):
                 verbatim = self.stated_in_row(claim)
+            if verbatim is None:
+                verbatim = self.stated_in_sentence(claim)
             if verbatim is None:
                 continue
             j = self._passage_holding(verbatim)

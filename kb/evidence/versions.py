@@ -444,6 +444,18 @@ class SourceVersions:
                                                                and self._names_option(i, setting_option(claim)))]  # fmt: skip
         return (self._own_heading_first(claim, written) or [None])[0]
 
+    def stated_in_sentence(self, claim: Claim) -> int | None:
+        """For a clause cut from a sentence (``Claim.sentence``), a sentence of the newest corpus
+        under the claim's own heading path that states that whole sentence as written: no fact
+        of it changed. None for any other claim or when none stands there."""
+        key = written_key(claim.sentence)
+        if not key:
+            return None
+        for i in self._newest_corpus()[0].get(sentence_key(claim.sentence), ()):
+            if self._under_claims_heading(claim, i) and written_key(self.sentences[i].text) == key:
+                return i
+        return None
+
     def _own_heading_first(self, claim: Claim, sentences: list[int]) -> list[int]:
         """``sentences`` with those under the claim's own heading path first, in order."""
         return sorted(sentences, key=lambda i: not self._under_claims_heading(claim, i))

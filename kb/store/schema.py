@@ -89,6 +89,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("freshness_days", pa.int64()),
             ("requirements", _STRS),
             ("section", _STR),
+            ("sentence", _STR),  # Claim.sentence: the whole sentence a clause was cut from
         ]
     ),
     "evidence": pa.schema(

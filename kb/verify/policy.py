@@ -209,8 +209,14 @@ def _is_current(e: Evidence, newest: dict[str, date]) -> bool:
 
 
 def _newest_written(claim: Claim, current) -> Evidence | None:
-    """Of the current evidence, the newest passage that states the claim as written."""
-    return max((e for e in current if stated_as_written(claim, e)), key=lambda e: _date_key(e.source_date), default=None)
+    """Of the current evidence, the newest passage that states the claim as written, or, for a
+    clause, its whole sentence under its own heading path."""
+    return max((e for e in current if stated_as_written(claim, e) or _states_its_sentence(claim, e)),
+               key=lambda e: _date_key(e.source_date), default=None)  # fmt: skip
+
+
+def _states_its_sentence(claim: Claim, e: Evidence) -> bool:
+    return bool(claim.sentence) and e.section == claim.section and written_key(e.sentence) == written_key(claim.sentence)
 
 
 def _cited(e: Evidence) -> str:
@@ -225,10 +231,11 @@ def _supported(base: dict, e: Evidence, j: Judgement) -> Verdict:
     )  # fmt: skip
 
 
-def _supported_as_written(base: dict, e: Evidence) -> Verdict:
+def _supported_as_written(base: dict, e: Evidence, claim: Claim) -> Verdict:
+    stated = "the sentence the claim is a clause of" if _states_its_sentence(claim, e) else "the claim"
     return Verdict(
         **base, label="supported", confidence=STATED_AS_WRITTEN_CONFIDENCE, tier="rules",
-        rationale=f"{_cited(e)}: its newest version states the claim word for word", evidence_sentence=e.sentence,
+        rationale=f"{_cited(e)}: its newest version states {stated} word for word", evidence_sentence=e.sentence,
     )  # fmt: skip
 
 
@@ -252,7 +259,7 @@ def settled_as_written(claim: Claim, evidence: list[Evidence], row_judgement: Ro
         return _settled_in_row(claim, base, current, row_judgement)
     if e is None or any(_date_key(x.source_date) > _date_key(e.source_date) for x in current):
         return None
-    return _supported_as_written(base, e)
+    return _supported_as_written(base, e, claim)
 
 
 def cell_settles_in_row(claim: Claim) -> bool:
@@ -337,7 +344,7 @@ def decide(
             for items in current.values() for x, j in items
         )  # fmt: skip
         if e is not None and not newer:
-            return _supported_as_written(base, e)
+            return _supported_as_written(base, e, claim)
 
     vague = underspecified(claim.text)
     if vague:
