@@ -733,6 +733,38 @@ def test_an_mdx_components_opening_tag_over_several_lines_is_markup():
     assert [b.text for b in parse(MDX_TABS, "any_variables.md").blocks] == texts
 
 
+EMBED = """The example below runs in the browser:
+
+<iframe
+  src="https://codesandbox.io/embed/cache-lifetime-example?fontsize=12&theme=dark"
+  style={{
+    width: '100%',
+    border: 0,
+  }}
+  title="Cache Lifetime Example"
+></iframe>
+
+<hr>
+<main>
+The cache keeps a subscription for 60 seconds after its last subscriber leaves.
+</main>
+
+## Further information
+"""
+
+
+@pytest.mark.parametrize("name", ["embed.md", "embed.mdx"])
+def test_every_commonmark_block_tag_opens_an_html_block_and_an_embed_is_no_prose(name):
+    # an <iframe> whose attributes run over several lines is an HTML block in CommonMark (its
+    # tag is one of type 6's); read as a paragraph, its attributes became a claim
+    texts = [b.text for b in parse(EMBED, name).blocks]
+    assert texts == [
+        "The example below runs in the browser:",
+        "The cache keeps a subscription for 60 seconds after its last subscriber leaves.",
+        "Further information",
+    ]
+
+
 def test_pages_parsed_in_an_earlier_run_read_back_as_parsed(tmp_path):
     """A page's blocks kept under a run's cache folder come back equal, offsets and all, in a run
     that finds them there (a new process: the in-memory cache cleared), without parsing again."""

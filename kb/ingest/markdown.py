@@ -24,10 +24,13 @@ _QUOTE = re.compile(r" {0,3}> ?")
 _QUOTES = re.compile(r"(?: {0,3}> ?)*")
 _TABLE_DELIM = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _COMMENT_LINE = re.compile(r"[ \t]*(?:<!--.*?-->|\{/\*.*?\*/\})[ \t]*$")  # HTML; MDX
-# the block-level tags that open an HTML block in CommonMark (its type 6) and hold prose
+# the block-level tags that open an HTML block in CommonMark (its type 6): the block's prose is
+# read through kb.ingest.html_blocks, which skips what holds none (an <iframe> embed, a <nav>)
 _HTML_BLOCK_OPEN = re.compile(
-    r" {0,3}</?(?:dl|dt|dd|table|thead|tbody|tr|td|th|ul|ol|li|p|div|details|summary|section|article|aside|blockquote|"
-    r"h[1-6]|figure|figcaption|center)(?:[\s/>]|$)",
+    r" {0,3}</?(?:address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details|dialog|dir|"
+    r"div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h[1-6]|head|header|hr|html|iframe|legend|li|link|"
+    r"main|menu|menuitem|nav|noframes|ol|optgroup|option|p|param|search|section|summary|table|tbody|td|tfoot|th|thead|"
+    r"title|tr|track|ul)(?:[\s/>]|$)",
     re.I,
 )
 _RAW_HTML_OPEN = re.compile(r" {0,3}<(script|style|pre|textarea)(?:\s|>|$)", re.I)
