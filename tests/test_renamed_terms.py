@@ -18,6 +18,7 @@ PAGES = {
     "docs/pager.md": "# Pager\n\nThe number of pages per pager falls back to the pager size as defined in your site "
     "configuration.\n\nThe pager is enabled by default for every list page of the theme.\n",
     "docs/deploy.md": "# Deploy\n\nImport a site from another system with the import command of the tool.\n\n"
+    "A theme of the tool may serve as the basis for a new site of the team.\n\n"
     "The upload cache is enabled by default for every target that the deploy command knows.\n",
     "docs/cli.md": "# CLI\n\nThe path is relative to the baseURL in your site configuration.\n\n"
     "The build command writes the output to the public folder of the working directory.\n",
@@ -44,6 +45,9 @@ def _newer(text: str) -> str:
         .replace("site configuration", "project configuration")
         .replace("multilingual sites", "multilingual projects")
         .replace("Import a site", "Import a project")
+        .replace(
+            "A theme of the tool may serve as the basis for a new site", "A module of the tool may serve as the basis for a new project"
+        )
         .replace("enabled by default", "disabled by default")
         .replace("setting in the project configuration", "setting in your project configuration")
     )
@@ -78,6 +82,10 @@ def test_a_term_renamed_across_pages_is_supported_and_a_state_changed_across_pag
     # five pages flipped a default alike: that is a change of fact on each, not a rename
     flipped = verdicts["The download cache is enabled by default for every module that the build reads."]
     assert flipped.label in ("stale", "contradicted"), flipped
+    # another subject with a renamed term beside it: the subject changed, the renamed term did not
+    subject = verdicts["A theme of the tool may serve as the basis for a new site of the team."]
+    assert subject.label in ("stale", "contradicted") and "theme" in subject.rationale, subject
+    assert "site" not in subject.rationale.split("renamed across its pages")[-1].replace("site -> project", ""), subject
 
 
 def test_a_name_is_not_renamed_with_the_word():

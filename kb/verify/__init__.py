@@ -529,12 +529,21 @@ class Verifier:
                 if _rank(j) > _rank(best):
                     best, best_sentence = j, s
                 continue
+            refuting: dict[int, Judgement] = {}  # of this sentence, by the text that read the refutation
             for n, t in enumerate(texts):
                 j = judge_rules(t, s)
                 if (j is not None and j.relation == "supports" and t is not texts[0] and j.confidence < 0.95
                         and not j.rationale.startswith(ADDED_NOTE)):  # fmt: skip
                     continue  # the bare source text counts only when it matches verbatim, or with words added
+                if j is not None and j.relation == "refutes" and n not in renamed:
+                    refuting[n] = j
                 if j is not None and n in renamed:
+                    as_written = refuting.get(n - len(texts) // 2)
+                    if j.relation == "refutes" and as_written is not None and as_written is best:
+                        # the same refutation read with the renamed terms: its conflicts leave out
+                        # the renamed pair ("site vs project" is one word in two releases)
+                        best = replaced(j, rationale=f"{RENAMED_NOTE} ({ev.renamed.replace('>', ' -> ')}): {j.rationale}")
+                        continue
                     if j.relation != "supports":
                         continue  # the renamed text is read for what still states it, nothing else
                     j = replaced(j, rationale=f"{RENAMED_NOTE} ({ev.renamed.replace('>', ' -> ')}): {j.rationale}")
