@@ -17,7 +17,8 @@ reference renderer that shares no code with the parser (docs/formats.md, "Parser
   shortcodes' bodies; MDX ``import``/``export`` and comment lines; snippet and include lines; attribute
   lists and heading ids; a line holding only a component tag (``<TabItem value="1">``) ends
   there, so the Markdown inside reads as Markdown, and a component's opening tag whose attributes
-  run over several lines is markup; link reference definitions that Hugo fills with a shortcode; MyST directives other than
+  run over several lines is markup; MkDocs Material's icons before a label and attribute lists
+  after a link; link reference definitions that Hugo fills with a shortcode; MyST directives other than
   docutils' admonitions). Prose: the inline text of paragraphs and headings (code spans and link labels included,
   image alt text not; a MyST role shows its text, not its name or target), and the visible text
   of HTML blocks. Not prose: code blocks, tables.
@@ -116,6 +117,10 @@ _COMPONENT_LINE = re.compile(r"^[ \t]*</?[A-Z][\w.]*(?:\s[^<>]*)?/?>[ \t]*$")
 _COMPONENT_OPENS = re.compile(r"^[ \t]*<[A-Z][\w.]*(?:\s[^<>]*)?$")
 _COMPONENT_CLOSES = re.compile(r".*>[ \t]*$")
 _MYST_ROLE_END = re.compile(r"\{[A-Za-z][\w:+.-]*\}$")
+# MkDocs Material's icon before a label (":simple-circleci: Circle CI") renders an icon, and an
+# attribute list after a link ("[Install](x){ .md-button }") a style: neither is text
+_MATERIAL_ICON = re.compile(r"(?<![\w:]):(?:material|fontawesome-(?:solid|regular|brands)|octicons|simple)-[\w-]+:(?=[ \t]*[^\s:|])")
+_AFTER_LINK_ATTRS = re.compile(r"(\]\([^()\s]*\)|\]\[[^\]]*\])\{(?::[^{}]+|[ \t]*[.#][^{}]*)\}")
 _HEADING_ID = re.compile(r"[ \t]*\\?\{:?[ \t]*[#.][^{}]*\}[ \t]*$")
 _MD = MarkdownIt("commonmark").enable("table")
 
@@ -194,6 +199,7 @@ def _markdown_source(text: str) -> str:
             continue
         if line.lstrip().startswith("#"):
             line = _HEADING_ID.sub("", line)
+        line = _MATERIAL_ICON.sub("", _AFTER_LINK_ATTRS.sub(r"\1", line))
         if _SHORTCODE.match(line) or _DROP_LINE.match(line):
             out.append("")
             continue

@@ -11,13 +11,18 @@ __all__ = ["INLINE_WINDOW", "inline_markdown"]
 
 INLINE_WINDOW = 1000  # how far inline markup looks for its closing delimiter
 
-_INLINE_SPECIAL = re.compile(r"[`\\*_~\[\]!<&{]")
+_INLINE_SPECIAL = re.compile(r"[`\\*_~\[\]!<&{:]")
 # a MyST role, "{doc}`the server <usage/server>`": the role name is markup, the text is read
 _MYST_ROLE = re.compile(r"\{[A-Za-z][\w:+.-]{0,40}\}(?=`[^`])")
 _LITERAL_ROLES = frozenset("code literal samp kbd math file command envvar regexp".split())
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:-]*(?:\s[^<>]{0,500})?/?>")
 _AUTOLINK = re.compile(r"<((?:[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]{1,2000})|(?:[^\s<>@]{1,200}@[^\s<>@]{1,200}))>")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+# an icon before its label, MkDocs Material's ":material-github: GitHub" or ":octicons-file-code-16:
+# pyproject.toml": markup, like an image; a lone icon (a table's ":material-check:") is the value
+_LABEL_ICON = re.compile(r":(?:material|fontawesome-(?:solid|regular|brands)|octicons|simple)-[a-z0-9-]+:[ \t]*(?=[^\s:])")
+# Python-Markdown's attribute list after a link ("{ .md-button }", "{: #anchor target=_blank }")
+_ATTR_LIST = re.compile(r"\{:[^{}\n]{1,200}\}|\{[ \t]*[.#][^{}\n]{0,200}\}")
 _FOOTNOTE_REF = re.compile(r"\[\^[^\]\s]{1,50}\](?!:)")
 _ESCAPABLE = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
@@ -26,7 +31,8 @@ def inline_markdown(out: TextBuilder, s: str, base: int) -> None:
     """Append the visible text of inline Markdown ``s`` (at document offset ``base``) to ``out``.
 
     Kept: text, link labels, code span contents (identifiers are checkable facts), autolink
-    URLs. Dropped: emphasis markers, link destinations, images, HTML tags and comments.
+    URLs. Dropped: emphasis markers, link destinations, images, icons before a label, HTML tags
+    and comments.
     """
     # One pass over the inline spans on purpose: every kept character keeps its offset into the page.
     i = 0
@@ -99,7 +105,8 @@ def inline_markdown(out: TextBuilder, s: str, base: int) -> None:
             else:
                 label_end, after = end
                 inline_markdown(out, s[j + 1 : label_end], base + j + 1)
-                i = after
+                attrs = _ATTR_LIST.match(s, after)  # "[Install][install]{ .md-button }": styling, not text
+                i = attrs.end() if attrs else after
         elif c == "]":
             out.add(c, base + j)
             i = j + 1
@@ -136,6 +143,13 @@ def inline_markdown(out: TextBuilder, s: str, base: int) -> None:
                 content = content[:target].rstrip()
             out.add(content, base + m2.end() + 1)
             i = close + 1
+        elif c == ":":
+            m2 = _LABEL_ICON.match(s, j) if j == 0 or not s[j - 1].isalnum() else None
+            if m2:
+                i = m2.end()
+            else:
+                out.add(c, base + j)
+                i = j + 1
         elif c == "&":
             m2 = _ENTITY.match(s, j)
             if m2:
