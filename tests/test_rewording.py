@@ -22,6 +22,9 @@ RESTATED = [
      "For pure Python projects (no C extensions), set wheel_build_env to the same value as package_env."),
     ("Nox might be useful if you find tox's configuration too limiting.",
      "It might be useful if you find tox configuration too limiting."),
+    # a key chord in another notation is the same key
+    ("In the files panel, press <c-t> to provision a test environment for these tools.",
+     "In the files panel, press ctrl+t to set up environments for them."),
 ]  # fmt: skip
 CHANGED = [
     ("tox requires CPython 3.9 and higher.", "tox requires CPython 3.10 and higher."),
@@ -33,6 +36,15 @@ CHANGED = [
     ("Widgets can be loaded from the plugins folder.", "Widgets can be loaded from the extensions folder."),
     ("Settings are inherited by individual environments.", "Settings are inherited by all environments."),
     ("Pass the escaped pem in the X-Forwarded-Tls-Client-Cert header.", "Pass the pem in the X-Forwarded-Tls-Client-Cert header."),
+    # another key bound to the action, however plain its words
+    (
+        "You can undo the last action by pressing 'z' and redo with ctrl+z.",
+        "You can undo the last action by pressing 'z' and redo with 'Z' (shift+z).",
+    ),
+    (
+        "In the files panel, press <c-t> to provision a test environment for these tools.",
+        "In the files panel, press ctrl+o to set up environments for them.",
+    ),
     # another statement a diff put in the old one's place: little is shared, though nothing holds a value
     ("You cannot use this syntax when the checker runs.", "These hooks are not called when you are running the checker."),
     ("This list is empty if the function was never resolved.", "This function never throws an error."),

@@ -51,6 +51,7 @@ from kb.verify.policy import (
     without_history_note,
 )
 from kb.verify.revision import apply_contrast
+from kb.verify.rewording import chords_spelt_out
 from kb.verify.rules import judge_numbers, judge_rules
 from kb.verify.slots import canonical, content_set, content_words, word_tokens
 from kb.verify.specfacts import judge_spec_fact
@@ -93,25 +94,6 @@ def _default_in_field(claim: Claim, sentence: str, section: str) -> Judgement | 
     return Judgement("supports", FIELD_DEFAULT_CONFIDENCE, "rules", f"{FIELD_DEFAULT_NOTE} ({sentence.split(' | ')[0].strip()})")
 
 
-# a key chord's modifier as keybinding references abbreviate it: "<c-t>", "<s-up>", "<a-x>" in
-# angle brackets (Emacs and vim style), "Ctrl-T", "control+t" spelt out
-_SHORT_CHORD = re.compile(r"<(c|s|a|m)-", re.IGNORECASE)
-_LONG_CHORD = re.compile(r"\b(ctrl|control|shift|alt|meta|option)[-+](?=\w)", re.IGNORECASE)
-_CHORD_MODIFIER = {"c": "ctrl", "control": "ctrl", "s": "shift", "a": "alt", "m": "alt", "meta": "alt", "option": "alt"}
-
-
-def _chords_spelt_out(text: str) -> str:
-    """Key chords in one notation: "<c-t>" and "<ctrl+t>" name the same key, "<s-up>" and
-    "<shift+up>" too, so a generated keybinding table that changed its notation keeps its rows."""
-
-    def spelt(m: re.Match) -> str:
-        modifier = m.group(1).lower()
-        word = _CHORD_MODIFIER.get(modifier, modifier)
-        return f"<{word} " if m.group(0).startswith("<") else f"{word} "
-
-    return _LONG_CHORD.sub(spelt, _SHORT_CHORD.sub(spelt, text))
-
-
 def table_judgement(claim: Claim, sentence: str, passage: str = "", section: str = "") -> Judgement | None:
     """A table cell's claim against a table row (cells joined by " | "): nei when the row is
     another entry's; on the entry's own row with as many cells, supports when the cell in the
@@ -125,8 +107,8 @@ def table_judgement(claim: Claim, sentence: str, passage: str = "", section: str
     place = cell_place(claim.reason)
     if len(cells) < 2 or place is None:
         return None
-    key = written_key(_chords_spelt_out(cells[0]))
-    subject = written_key(_chords_spelt_out(claim.text.split(": ", 1)[0]))
+    key = written_key(chords_spelt_out(cells[0]))
+    subject = written_key(chords_spelt_out(claim.text.split(": ", 1)[0]))
     if not key or not subject:
         return None
     if subject != key and not subject.endswith(" " + key):

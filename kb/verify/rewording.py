@@ -12,6 +12,7 @@ claim and the sentence hold none of them:
 - a code name: anything the claim's page writes as code (backticks, an rST role), or a token
   shaped like code (a flag, a path, a dotted, snake_case or camelCase name);
 - a negation ("not", "never", "without");
+- a key chord ("ctrl+z" -> "shift+z"; "<c-t>" and "ctrl+t" are one chord in two notations);
 - a proper name inside the sentence ("Postgres" -> "MySQL");
 - a word that states a status or a bound ("required" -> "optional", "deprecated",
   "experimental", "always" -> "never", "minimum", "only");
@@ -146,6 +147,39 @@ def _negations(words: list[_Word]) -> int:
     return sum(1 for w in words if w.part.lower() in NEGATING or w.token.lower().endswith("n't"))
 
 
+# a key chord's modifier as keybinding references abbreviate it: "<c-t>", "<s-up>", "<a-x>" in
+# angle brackets (Emacs and vim style), "Ctrl-T", "control+t" spelt out
+_SHORT_CHORD = re.compile(r"<(c|s|a|m)-", re.IGNORECASE)
+_LONG_CHORD = re.compile(r"\b(ctrl|control|shift|alt|meta|option)[-+](?=\w)", re.IGNORECASE)
+_CHORD_MODIFIER = {"c": "ctrl", "control": "ctrl", "s": "shift", "a": "alt", "m": "alt", "meta": "alt", "option": "alt"}
+# a chord as written: "ctrl+z", "Ctrl-Shift-P", "cmd + k", "<c-t>"
+_CHORD = re.compile(
+    r"\b((?:(?:ctrl|control|shift|alt|meta|option|cmd|command|super)[ \t]*[-+][ \t]*)+\w+)|<((?:[csam]-)+\w+)>", re.IGNORECASE
+)
+_CHORD_PART = re.compile(r"[ \t]*[-+][ \t]*|-")
+
+
+def chords_spelt_out(text: str) -> str:
+    """Key chords in one notation: "<c-t>" and "<ctrl+t>" name the same key, "<s-up>" and
+    "<shift+up>" too, so a generated keybinding table that changed its notation keeps its rows."""
+
+    def spelt(m: re.Match) -> str:
+        modifier = m.group(1).lower()
+        word = _CHORD_MODIFIER.get(modifier, modifier)
+        return f"<{word} " if m.group(0).startswith("<") else f"{word} "
+
+    return _LONG_CHORD.sub(spelt, _SHORT_CHORD.sub(spelt, text))
+
+
+def _chords(text: str) -> set[str]:
+    """The key chords ``text`` names, in one notation ("ctrl z"; "<c-t>" is "ctrl t")."""
+    out = set()
+    for m in _CHORD.finditer(text):
+        parts = _CHORD_PART.split((m.group(1) or m.group(2)).lower())
+        out.add(" ".join([_CHORD_MODIFIER.get(p, p) for p in parts[:-1]] + parts[-1:]))
+    return out
+
+
 def restates(claim: Claim, sentence: str, renames: Mapping[str, str] | None = None) -> bool:
     """Whether ``sentence``, which a diff or a similarity already paired with the claim, states it
     in other words: some words differ and none of them holds a value. ``renames``: terms the
@@ -162,6 +196,9 @@ def restated(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
     writes as code)."""
     if not text or not other:
         return False
+    if _chords(text) != _chords(other):
+        return False  # a key bound to the action changed ("redo with ctrl+z" / "redo with shift+z")
+    text, other = chords_spelt_out(text), chords_spelt_out(other)  # "<c-t>" and "ctrl+t": one key
     names = entry_name(text), entry_name(other)
     if None not in names and names[0] != names[1]:
         return False  # another entry's description ("sources - ..." for "source - ..."), however alike
