@@ -280,6 +280,22 @@ def test_dummy_it_is_not_rewritten_to_the_previous_subject():
     assert "The forceSlash option is written in Go." in texts  # a real pronoun still is
 
 
+@pytest.mark.parametrize(
+    "opener",
+    [
+        "If the input has a leading slash, relURL keeps it.",
+        "To overcome this we knew we had to cache every page.",
+        "But mostly it adds movement to the page.",
+        "Our website which we built last year is in German.",
+        "We’ve just moved the site to a new host.",
+    ],
+)
+def test_a_sentence_opening_on_a_condition_or_the_writer_names_no_antecedent(opener):
+    _, claims = claims_of(f"The relURL function returns a relative URL. {opener} It then prepends the baseURL.\n")
+    texts = [c.text for c in claims]
+    assert "The relURL function then prepends the baseURL." in texts, texts
+
+
 def test_a_capitalised_list_after_a_comma_is_not_a_clause():
     _, claims = claims_of("The selector applies only to custom resources and has no effect on Secrets, Endpoints and Services.\n")
     assert [c.text for c in claims] == [

@@ -35,6 +35,19 @@ _DUMMY_IT = re.compile(
     re.I,
 )
 _PRONOUNS = frozenset("it they this that these those he she we you i its their there here".split())
+# a sentence that opens on a condition, a purpose, a conjunction or the writer ("If the input ...",
+# "To overcome this we ...", "But mostly it ...", "Our website which we ...") has no subject a
+# later "it" can stand for: its first words are no noun phrase
+_NO_SUBJECT_OPENERS = frozenset(
+    "if when whenever once unless until while although though because since as so but and or nor now to in on at by for "
+    "with without after before our your my".split()
+)
+_INSIDE_CLAUSE = frozenset("it they we you i he she which who whom whose".split())
+
+
+def _bare(word: str) -> str:
+    """A word without its punctuation and contraction ("We’ve" -> "we")."""
+    return re.split(r"[’']", word.lower().strip('.,;:!?()"“”'))[0]
 
 
 def _subject_of(text: str) -> str:
@@ -44,8 +57,10 @@ def _subject_of(text: str) -> str:
     if not 1 <= vi <= 6:
         return ""
     subj = words[:vi]
-    first = subj[0].lower()
-    if first in _PRONOUNS or any(w.endswith((",", ":", ";")) for w in subj):
+    first = _bare(subj[0])
+    if first in _PRONOUNS or first in _NO_SUBJECT_OPENERS or any(w.endswith((",", ":", ";")) for w in subj):
+        return ""
+    if any(_bare(w) in _INSIDE_CLAUSE for w in subj[1:]):
         return ""
     if not (subj[0][:1].isupper() or subj[0][:1].isdigit()):
         return ""
