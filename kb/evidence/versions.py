@@ -177,6 +177,14 @@ def states_as_written(claim_text: str, claim_section: str, sentence: str, senten
     return claim_section == sentence_section and (alone or not _VALUE.search(claim_text))
 
 
+def states_its_sentence(claim: Claim, sentence: str, sentence_section: str) -> bool:
+    """Whether ``sentence``, under ``sentence_section``, states word for word the whole sentence a
+    clause was cut from (``Claim.sentence``) under the claim's own heading path: no fact of that
+    sentence changed. False for a claim that is a whole sentence."""
+    key = written_key(claim.sentence)
+    return bool(key) and sentence_section == claim.section and written_key(sentence) == key
+
+
 class SourceVersions:
     """The version-alignment half of the Retriever (it holds the index these read)."""
 
@@ -448,11 +456,10 @@ class SourceVersions:
         """For a clause cut from a sentence (``Claim.sentence``), a sentence of the newest corpus
         under the claim's own heading path that states that whole sentence as written: no fact
         of it changed. None for any other claim or when none stands there."""
-        key = written_key(claim.sentence)
-        if not key:
+        if not claim.sentence:
             return None
         for i in self._newest_corpus()[0].get(sentence_key(claim.sentence), ()):
-            if self._under_claims_heading(claim, i) and written_key(self.sentences[i].text) == key:
+            if states_its_sentence(claim, self.sentences[i].text, " > ".join(self.sentences[i].section)):
                 return i
         return None
 

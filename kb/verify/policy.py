@@ -35,7 +35,7 @@ from kb.claims.text import passage_sentences, sentence_spans
 from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.changelog import is_changelog, release_heading
 from kb.evidence.passages import sentence_key
-from kb.evidence.versions import STILL_STATED, parse_renames, states_as_written, written_key
+from kb.evidence.versions import STILL_STATED, parse_renames, states_as_written, states_its_sentence, written_key
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import added_beside
 from kb.verify.rewording import code_words, restates, same_statement
@@ -216,7 +216,7 @@ def _newest_written(claim: Claim, current) -> Evidence | None:
 
 
 def _states_its_sentence(claim: Claim, e: Evidence) -> bool:
-    return bool(claim.sentence) and e.section == claim.section and written_key(e.sentence) == written_key(claim.sentence)
+    return states_its_sentence(claim, e.sentence, e.section)
 
 
 def _cited(e: Evidence) -> str:

@@ -156,7 +156,7 @@ _CHORD_MODIFIER = {"c": "ctrl", "control": "ctrl", "s": "shift", "a": "alt", "m"
 _CHORD = re.compile(
     r"\b((?:(?:ctrl|control|shift|alt|meta|option|cmd|command|super)[ \t]*[-+][ \t]*)+\w+)|<((?:[csam]-)+\w+)>", re.IGNORECASE
 )
-_CHORD_PART = re.compile(r"[ \t]*[-+][ \t]*|-")
+_CHORD_PART = re.compile(r"[ \t]*[-+][ \t]*")
 
 
 def chords_spelt_out(text: str) -> str:
