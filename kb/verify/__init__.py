@@ -638,7 +638,9 @@ class Verifier:
         dated versions of a source (:mod:`kb.verify.revision`), then the policy."""
         judgements = _other_lists(claim, evidence, judgements)
         elsewhere = entries_elsewhere(evidence, judgements)
-        judgements = apply_contrast(claim.text, evidence, judgements, self.thresholds["rules_override"], elsewhere)
+        judgements = apply_contrast(
+            claim.text, evidence, judgements, self.thresholds["rules_override"], elsewhere, as_written=claim.source_text
+        )
         return decide(claim, evidence, judgements, today, thresholds=self.thresholds)
 
     def verify(self, claims: list[Claim], evidence: dict[str, list[Evidence]], today: date) -> list[Verdict]:

@@ -551,11 +551,13 @@ def decide(
     if removed and not vague:
         e, j = max(removed, key=lambda p: p[1].confidence)
         listed = _item_still_listed(claim, current.get(e.source_id, ()))
-        if listed is not None:
+        kept = listed or _cell_still_in_table(claim, current.get(e.source_id, ()))
+        if kept is not None:
+            where = "in a list written otherwise" if listed else "in a row of its table written otherwise"
             return _uncertain(
                 claim, base,
-                f"{e.source_id}: the newest version ({_d(listed)}) still lists {claim.source_text!r} under the same "
-                f"heading, in a list written otherwise: {(listed.sentence or '')[:200]}",
+                f"{e.source_id}: the newest version ({_d(kept)}) still lists {claim.source_text!r} under the same "
+                f"heading, {where}: {(kept.sentence or '')[:200]}",
                 j.confidence, kind="revised", tier="rules",
             )  # fmt: skip
         return Verdict(
@@ -812,6 +814,32 @@ def _item_still_listed(claim: Claim, items) -> Evidence | None:
             if len([p for p in parts if p]) >= 2 and item in parts:
                 return dataclasses.replace(e, sentence=sentence)
     return None
+
+
+def _cell_still_in_table(claim: Claim, items) -> Evidence | None:
+    """For a table cell, a newest-version row of the same page under the same heading that holds
+    the cell's value, word for word, in one of its cells: the table was reshaped or its rows
+    renamed ("hatch fmt | flake8 ." -> "hatch check code | flake8 ."), and the value was not
+    dropped. What the row now says of it is not settled here, so this keeps the claim from a
+    removal only. A value of one plain word ("yes") is in too many rows to count."""
+    value = written_key(claim.source_text)
+    if not claim.reason.startswith(TABLE_NOTE) or not names_a_value(value):
+        return None
+    for e, j in items:
+        if j.relation == "refutes" or e.section != claim.section:
+            continue
+        for row in dict.fromkeys([e.sentence, *passage_sentences(e.passage)]):
+            cells = [written_key(c) for c in (row or "").split(" | ")]
+            if len(cells) >= 2 and value in cells:
+                return dataclasses.replace(e, sentence=row)
+    return None
+
+
+def names_a_value(key: str) -> bool:
+    """Whether a text compared word for word (``written_key``) names a value by itself: two
+    words or more, or one with a digit or a separator ("flake8", "ccab4aaf-frigate:5000"); one
+    plain word ("yes", "bash") stands in too many places."""
+    return any(ch.isalpha() for ch in key) and (" " in key or not key.isalpha())
 
 
 def _stated_nearly_as_written(claim: Claim, current) -> Evidence | None:

@@ -31,7 +31,7 @@ from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.evidence.versions import parse_renames
 from kb.records import Judgement
 from kb.verify.additions import typo_fixed
-from kb.verify.policy import newest_dates
+from kb.verify.policy import names_a_value, newest_dates
 from kb.verify.rewording import restated
 from kb.verify.slots import (
     NEGATIONS,
@@ -213,14 +213,16 @@ def _contrast(claim: str, older: str, newer: str, renamed: Mapping[str, str]) ->
     return max(votes, key=lambda v: v.confidence)
 
 
-def apply_contrast(claim_text: str, evidence, judgements, keep_above: float = 0.85, elsewhere: Collection[int] = ()):
+def apply_contrast(claim_text: str, evidence, judgements, keep_above: float = 0.85, elsewhere: Collection[int] = (), as_written: str = ""):
     """Judgements with the revision contrast applied: for every source with dated versions,
     each older version's sentence is contrasted with the newest version's; where the claim
     follows one side, that side supports and the other refutes (rules tier, the changed slot in
     the rationale). Sure rules judgements (``keep_above``) are kept. ``elsewhere``: the indices of
     passages the rules found to be about another entry than the claim's (another option's
     "Default: 80", another row): they are neither side of a contrast, since an option's line
-    replaced by its neighbour's says nothing of the option. Returns a new list."""
+    replaced by its neighbour's says nothing of the option. ``as_written``: the claim as the KB
+    writes it, before context was added to it; a counterpart that states it word for word
+    changed only around it. Returns a new list."""
 
     out = list(judgements)
     newest = newest_dates(evidence)  # an undated passage is never "the older version" below
@@ -230,10 +232,19 @@ def apply_contrast(claim_text: str, evidence, judgements, keep_above: float = 0.
     # a source whose newest version still states the claim (a sure rules support, or the claim
     # word for word in one of its passages) has not changed it, whatever else changed nearby
     claim_key = canonical(claim_text)
+    # a table cell or a clause keeps its words in the newer row or sentence though the context
+    # added to the claim ("Frigate NVR" of the row's first cell) was renamed around it
+    # ("Yes" of a row whose first cell changed is another fact: one plain word is too little)
+    written_key = canonical(as_written) if names_a_value(canonical(as_written)) else ""
+
+    def states(text: str) -> bool:
+        text = canonical(text)
+        return bool(claim_key and claim_key in text) or bool(written_key and f" {written_key} " in f" {text} ")
+
     unchanged = {e.source_id for e, j in zip(evidence, judgements)
                  if e.source_date is not None and e.source_date == newest.get(e.source_id)
                  and ((j.relation == "supports" and j.tier == "rules" and j.confidence >= keep_above)
-                      or (claim_key and claim_key in canonical(e.passage or e.sentence or "")))}  # fmt: skip
+                      or states(e.passage or e.sentence or ""))}  # fmt: skip
     for i, old in enumerate(evidence):
         day = newest.get(old.source_id)
         if old.source_date is None or day is None or old.source_date >= day or old.source_id in unchanged or i in elsewhere:
