@@ -149,6 +149,8 @@ def test_release_choice():
         ("goreleaser", 0.65, 40),
         ("prettier", 0.6, 10),
         ("lazygit", 0.3, 40),
+        ("pdm", 0.6562, 32),
+        ("vitest", 0.7, 40),
     ],
 )
 def test_the_judged_samples_score_as_documented(name, precision, judged):
