@@ -151,6 +151,8 @@ def test_release_choice():
         ("lazygit", 0.3, 40),
         ("pdm", 0.6562, 32),
         ("vitest", 0.7, 40),
+        ("requests", 0.825, 40),
+        ("kind", 0.2778, 18),
     ],
 )
 def test_the_judged_samples_score_as_documented(name, precision, judged):

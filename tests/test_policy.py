@@ -318,3 +318,17 @@ def test_the_confidence_floor_turns_weaker_findings_uncertain():
     assert sum(v.label in findings for v in strict.verdicts) < sum(v.label in findings for v in base.verdicts)
     with pytest.raises(ConfigError):
         load_settings({"min_confidence": 1.5}, environ={})
+
+
+def test_only_the_model_refuting_a_fragment_is_no_contradiction():
+    """A table cell or a list item of a few words states nothing a sentence-pair model can refute:
+    the model alone reading a row against "Expand all files" leaves it uncertain, while the same
+    refutation of a sentence about the same subject still contradicts it."""
+    model_ref = Judgement("refutes", 0.58, "model", "model: refutes (p=0.58)")
+    row = ev("keybindings.md", NEW, sentence="= | Expand all files | Expand all directories in the file tree")
+    cell = claim("Key =: Action is Expand all files", source_text="Expand all files")
+    v = decide(cell, [row], [model_ref], TODAY)
+    assert v.label == "uncertain" and "fragment" in v.rationale, v.rationale
+    sentence = claim("The sidebar shows every open file at once.")
+    now = ev("ui.md", NEW, sentence="The sidebar shows only the current file.")
+    assert decide(sentence, [now], [model_ref], TODAY).label == "contradicted"

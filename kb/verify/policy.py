@@ -56,6 +56,7 @@ DEFAULT_THRESHOLDS = {
     "weak_side": 0.6,  # ...against a side below this
 }
 MIN_CONTEXT_WORDS = 3  # fewer: "Optional, Default=0s" means something only under its heading
+MAX_FRAGMENT_WORDS = 4  # a claim written in so few words is a fragment (a cell, an item, a label)
 # A short claim is still a whole statement when it reads as one sentence: capitalised, ended,
 # with a finite verb, and not opening on a subordinator or a word that points elsewhere.
 _POINTS_ELSEWHERE = frozenset(
@@ -483,6 +484,14 @@ def decide(
                 claim_value=j_new.claim_value, evidence_value=j_new.evidence_value,
                 evidence_sentence=e_new.sentence,
             )  # fmt: skip
+        if _fragment(claim) and all(_model_only(v[2]) for v in ref.values()):
+            _, e, j = max(ref.values(), key=lambda v: v[2].confidence)
+            return _uncertain(
+                claim, base,
+                f"{e.source_id}: only the model reads a refutation ({j.rationale}) of {claim.source_text!r}, a fragment "
+                f"with no statement of its own to refute: {(e.sentence or '')[:200]}", j.confidence,
+                kind="low_confidence", tier=j.tier,
+            )  # fmt: skip
         # a contradiction needs evidence about the claim's own subject: a refutation the model
         # alone read into a sentence unlike the claim (another option, another changelog entry)
         # is no contradiction
@@ -633,6 +642,16 @@ def _history_note_dropped(claim: Claim, base: dict, current, th: dict[str, float
                 return None
     return _uncertain(claim, base, "a history note the newest release no longer states about its entity; "
                       "dropping a note of when an entity came or changed changes no fact", 0.5, kind="history_note")  # fmt: skip
+
+
+def _fragment(claim: Claim) -> bool:
+    """A claim written as a few words, not a sentence: a table cell ("bash", "Expand all files"),
+    a list item ("sync, sequential"), a label. The verifier reads sentence pairs; against a row or
+    a sentence such a claim has no statement for it to refute, only words that differ. (Of the
+    contradictions the model alone read into claims of at most ``MAX_FRAGMENT_WORDS`` words on the
+    judged documentation samples, none was real.)"""
+    words = [t for t in word_tokens(claim.source_text or claim.text) if any(ch.isalnum() for ch in t)]
+    return len(words) <= MAX_FRAGMENT_WORDS
 
 
 def _model_only(j: Judgement) -> bool:
