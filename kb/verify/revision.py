@@ -235,11 +235,13 @@ def apply_contrast(claim_text: str, evidence, judgements, keep_above: float = 0.
     # a table cell or a clause keeps its words in the newer row or sentence though the context
     # added to the claim ("Frigate NVR" of the row's first cell) was renamed around it
     # ("Yes" of a row whose first cell changed is another fact: one plain word is too little)
-    written_key = canonical(as_written) if names_a_value(canonical(as_written)) else ""
+    written = canonical(as_written)
+    if not names_a_value(written):
+        written = ""
 
     def states(text: str) -> bool:
         text = canonical(text)
-        return bool(claim_key and claim_key in text) or bool(written_key and f" {written_key} " in f" {text} ")
+        return bool(claim_key and claim_key in text) or bool(written and f" {written} " in f" {text} ")
 
     unchanged = {e.source_id for e, j in zip(evidence, judgements)
                  if e.source_date is not None and e.source_date == newest.get(e.source_id)
