@@ -95,7 +95,7 @@ class Block:
     ``text`` can be mapped to an exact span of the document.
     """
 
-    kind: str  # heading | paragraph | list_item | table_row | quote | text
+    kind: str  # heading | paragraph | list_item | table_row | quote | text | command
     start: int
     end: int
     text: str

@@ -155,6 +155,7 @@ def test_release_choice():
         ("kind", 0.2778, 18),
         ("vitepress", 0.0, 1),
         ("httpie", 0.4, 5),
+        ("commands", 0.8833, 60),
     ],
 )
 def test_the_judged_samples_score_as_documented(name, precision, judged):

@@ -443,6 +443,7 @@ def test_restructuredtext_reads_through_docutils():
     assert got == [
         ("heading", "Install"),
         ("paragraph", "Black can be installed by running pip install black. It requires Python 3.9+ to run."),
+        ("command", "pip install black"),  # the console block's command, its prompt left out
         ("list_item", "The --line-length option defaults to 88."),
         ("list_item", "See the configuration for the rest."),
         ("paragraph", "The cache lives in the user cache directory."),

@@ -271,6 +271,8 @@ def classify(text: str, is_policy: bool = False) -> tuple[str, bool, str, tuple[
 def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings, raw: str = "") -> tuple[bool, str]:
     """(check-worthy, why not). ``raw`` is the unit as written in the document (markup kept)."""
     stripped = text.strip()
+    if block.kind == "command":
+        return True, ""  # a shell step: its program, subcommand, flags and URLs are the facts
     if block.kind == "heading":
         # a heading is structure unless it makes a statement ("Version 1 was retired in 2023")
         words = stripped.split()

@@ -33,11 +33,12 @@ class _Unit:
     end: int
     text: str  # the rewritten, self-contained text before pronoun resolution
     note: str = ""  # why this unit was rewritten
-    kind: str = "sentence"  # sentence | clause | item | cell | heading
+    kind: str = "sentence"  # sentence | clause | item | cell | heading | command
     has_context: bool = False  # a lead-in or header was attached
     sentence: tuple[int, int] | None = None  # span in block text of the sentence the unit is part of
 
 
+COMMAND_NOTE = "a shell command of a code block, read as written"
 _SEMI = re.compile(r";\s+")
 _COLON_LIST = re.compile(r"^(?P<lead>[^:]{2,80}?):\s+(?P<items>.+?)[.]?$")
 _LIST_SEP = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
@@ -332,6 +333,8 @@ def _block_units(block: Block, settings: ClaimSettings, lead_in: str = "") -> li
         return [_Unit(0, len(text), text, kind="heading")]
     if block.kind == "table_row":
         return _table_units(block)
+    if block.kind == "command":  # read as written: a command is no sentence, and names its own subject
+        return [_Unit(0, len(text), text, COMMAND_NOTE, "command", True)]
     units: list[_Unit] = []
     for s, e in sentence_spans(text):
         for unit in _units_for_sentence(text, s, e, settings):

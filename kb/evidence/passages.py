@@ -33,23 +33,36 @@ class _Span:
     end: int
     text: str  # visible text
     section: tuple[str, ...] = ()
+    command: bool = False  # a shell command of a code block (kb/ingest/commands.py)
 
 
 def _sentences_of(source: SourceDoc) -> list[_Span]:
+    """The version's sentences in page order, then its shell commands (each one sentence): the
+    commands come last so that prose windows and the alignment of prose across versions read the
+    prose as they would without them, and commands align with commands."""
     out: list[_Span] = []
+    commands: list[_Span] = []
     if source.blocks:
         for block in source.blocks:
             if block.kind == "heading" or not block.text.strip():
                 continue
-            for a, b in sentence_spans(block.text):
+            command = block.kind == "command"
+            for a, b in [(0, len(block.text))] if command else sentence_spans(block.text):
                 if block.offsets and len(block.offsets) == len(block.text):
                     s, e = block.offsets[a], block.offsets[b - 1] + 1
                 else:
                     s, e = block.start + a, block.start + b
-                out.append(_Span(s, e, block.text[a:b], tuple(block.section)))
+                (commands if command else out).append(_Span(s, e, block.text[a:b], tuple(block.section), command))
     else:
         out = [_Span(a, b, source.text[a:b]) for a, b in sentence_spans(source.text)]
-    return out
+    return out + commands
+
+
+def passage_ranges(sents: list[_Span], window: int, stride: int) -> list[tuple[int, int]]:
+    """Sentence ranges of a version's passages: windows over its prose, and each command a passage
+    of its own (a command beside the prose it follows would read as part of that prose)."""
+    prose = sum(1 for s in sents if not s.command)
+    return windows(prose, window, stride) + [(i, i + 1) for i in range(prose, len(sents))]
 
 
 def windows(n: int, window: int, stride: int) -> list[tuple[int, int]]:
@@ -83,4 +96,4 @@ def _passage(source: SourceDoc, group: list[_Span]) -> Passage:
 def build_passages(source: SourceDoc, window: int = 3, stride: int = 2) -> list[tuple[Passage, list[_Span]]]:
     """Sentence windows of one source version, each with the sentences it is made of."""
     sents = _sentences_of(source)
-    return [(_passage(source, sents[i:j]), sents[i:j]) for i, j in windows(len(sents), window, stride)]
+    return [(_passage(source, sents[i:j]), sents[i:j]) for i, j in passage_ranges(sents, window, stride)]

@@ -42,7 +42,7 @@ from rapidfuzz.utils import default_process
 # Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
 # passages are cut the same way.
 from kb.evidence.bm25 import _BM25
-from kb.evidence.passages import _passage, _sentences_of, _Span
+from kb.evidence.passages import _passage, _sentences_of, _Span, passage_ranges
 from kb.evidence.passages import build_passages as build_passages
 from kb.evidence.passages import tokenize as tokenize
 from kb.evidence.passages import windows as windows
@@ -192,7 +192,7 @@ class Retriever(SourceVersions):
                 continue
             seen_versions.add(key)
             sents = _sentences_of(src)
-            spans = windows(len(sents), self.window, self.stride)
+            spans = passage_ranges(sents, self.window, self.stride)
             if not spans:
                 continue
             v = len(ranges)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from kb.ingest.commands import command_lines, is_shell
 from kb.ingest.common import IGNORE_END, IGNORE_START, last_sentence
 from kb.ingest.html_blocks import html_block
 from kb.ingest.markdown_containers import FENCE, closes_fence, unwrap_containers
@@ -420,6 +421,8 @@ class MarkdownParser:
                     pass  # not a fence: an inline code span at line start
                 else:
                     opened = len(line) - len(line.lstrip(" "))
+                    shell = is_shell(line[fm.end() :])
+                    code: list[tuple[str, int]] = []
                     i += 1
                     while i < nlines:
                         ls, le = lines[i]
@@ -428,8 +431,12 @@ class MarkdownParser:
                         if closes_fence(inner[qm.end() :] if qm else inner, fence, opened):
                             break
                         self._reference_line(ls, le)
+                        if shell is not False:
+                            code.append((inner[qm.end() :], ls + qm.end()) if qm else (inner, ls))
                         i += 1
                     i += 1
+                    for command in command_lines(code, prompted_only=shell is None):
+                        self._emit("command", [], text_map=command)
                     continue
             # raw html blocks whose content is not prose
             rm = _RAW_HTML_OPEN.match(line)

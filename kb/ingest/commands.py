@@ -1,0 +1,108 @@
+"""Shell commands in code blocks: each command a block of its own.
+
+Prose holds few of a page's most checkable facts: the install command, the repository's URL, a
+subcommand's name and its flags stand in its shell examples, and they drift with every rename.
+A code block in a shell language (``bash``, ``console``, ...), or one without a language whose
+lines carry a ``$`` prompt, is read line by line: each command (continuation lines joined)
+becomes a ``command`` block. Comments, blank lines and, where the block prompts, the output
+between the commands stay out. Code in any other language is the reader's own program, an
+example, and stays out.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kb.ingest.offsets import OffsetMap, TextBuilder
+
+__all__ = ["SHELL_LANGUAGES", "command_lines", "is_shell"]
+
+SHELL_LANGUAGES = frozenset(
+    {"bash", "sh", "shell", "zsh", "fish", "console", "terminal", "shell-session", "shellsession", "sh-session",
+     "powershell", "ps1", "pwsh", "bat", "batch", "cmd"}
+)  # fmt: skip
+_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell"})
+_LANGUAGE = re.compile(r"[\w.+-]+")
+_PROMPT = re.compile(r"[ \t]*(?:\$|PS>|PS [^>\n]{0,80}>)[ \t]+")
+_COMMENT = re.compile(r"(?:#|//|::|REM\b|rem\b)")
+MAX_COMMAND_CHARS = 400  # a longer "command" is a pasted script or data, not one step
+# What a command starts with: variable assignments, then a program (``git``, ``./gradlew``,
+# ``python3.12``) or a PowerShell cmdlet (``Set-ExecutionPolicy``). A line that starts otherwise
+# (``CLIENT_TRAFFIC_SECRET_0 XXXX``, ``>> pytest``, ``}``) is output or data shown in the block.
+_COMMAND_START = re.compile(r"(?:[A-Za-z_]\w*=\S*\s+)*(?:[a-z0-9.~/][\w.+:/@~-]*|[A-Z][a-z]+-[A-Z]\w*)(?:\s|$)")
+
+
+def is_shell(info: str) -> bool | None:
+    """True when a code block's info string ("bash", "{code-block} console", "sh [npm]",
+    "bash:no-line-numbers") names a shell, None when it names no language (its ``$`` prompts
+    decide), False for any other language."""
+    words = info.replace("{", " ").replace("}", " ").split()
+    if words and words[0].lower() in _DIRECTIVES:
+        words = words[1:]
+    if not words:
+        return None
+    m = _LANGUAGE.match(words[0])
+    if m is None:
+        return None
+    return m.group(0).lower().rstrip(".") in SHELL_LANGUAGES
+
+
+def command_lines(code: list[tuple[str, int]], prompted_only: bool = False) -> list[tuple[str, OffsetMap]]:
+    """The commands of a code block's lines, each ``(line text, document offset)``, as block
+    texts with their offset maps. With ``prompted_only`` (a block without a language) only a block
+    with ``$`` prompts holds commands."""
+    prompted = any(_PROMPT.match(text) for text, _ in code)
+    if prompted_only and not prompted:
+        return []
+    out: list[tuple[str, OffsetMap]] = []
+    builder: TextBuilder | None = None
+    quote = ""  # the quote of a string that runs over lines (echo '...' | tee): data, not commands
+    for text, off in code:
+        if quote:
+            quote = _open_quote(text, quote)
+            continue
+        if builder is None:
+            m = _PROMPT.match(text)
+            if prompted and m is None:
+                continue  # the output of the command before it
+            start = m.end() if m else len(text) - len(text.lstrip())
+        else:
+            start = len(text) - len(text.lstrip())
+        body = text[start:].rstrip()
+        if builder is None and (not body or _COMMENT.match(body)):
+            continue
+        quote = _open_quote(body)
+        if quote:
+            builder = None  # the command the string belongs to goes with it
+            continue
+        continued = body.endswith(("\\", " `", "^")) and not body.endswith("\\\\")
+        if continued:
+            body = body[:-1].rstrip()
+        if builder is None:
+            builder = TextBuilder()
+        elif body:
+            builder.add_synthetic(" ", off + start)
+        builder.add(body, off + start)
+        if not continued:
+            command = builder.build()
+            builder = None
+            if len(command[0]) <= MAX_COMMAND_CHARS and len(command[0].split()) >= 2 and _COMMAND_START.match(command[0]):
+                out.append(command)
+    return out
+
+
+def _open_quote(line: str, quote: str = "") -> str:
+    """The quote left open at the end of ``line`` ("" when none), starting inside ``quote``."""
+    escaped = False
+    for i, ch in enumerate(line):
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            break  # a comment: its apostrophes open nothing
+    return quote
