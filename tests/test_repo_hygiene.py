@@ -53,6 +53,16 @@ def test_no_file_speaks_of_how_the_project_was_made():
     assert not found, "\n".join(found)
 
 
+def test_no_tracked_file_is_a_link():
+    """A committed link (a virtual environment linked in from another checkout) replaces the
+    folder it names in every clone, and the install then fails on the clone."""
+    done = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-s"], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip("not a git checkout: the hygiene check reads the tracked files")
+    links = [line.split("\t", 1)[1] for line in done.stdout.splitlines() if line.startswith("120000 ")]
+    assert not links, links
+
+
 def test_every_named_repository_path_exists():
     missing = []
     for path in tracked_text_files():
