@@ -99,8 +99,46 @@ def test_the_info_string_names_the_language(info, shell):
 
 
 def test_a_block_without_prompts_and_without_a_language_holds_no_command():
-    assert command_lines([("make build", 0), ("make test", 11)], prompted_only=True) == []
-    assert [t for t, _ in command_lines([("$ make build", 0), ("ok", 13)], prompted_only=True)] == ["make build"]
+    assert command_lines([("make build", 0), ("make test", 11)]) == []
+    assert [t for t, _ in command_lines([("$ make build", 0), ("ok", 13)])] == ["make build"]
+
+
+def _lines(block: str) -> list[tuple[str, int]]:
+    out, at = [], 0
+    for line in block.split("\n"):
+        out.append((line, at))
+        at += len(line) + 1
+    return out
+
+
+def test_continuations_heredocs_and_prompts_as_shells_write_them():
+    bash = "git reset --hard HEAD^\ngit push origin main\ncat <<EOF > app.conf\nIt's a config file\nlisten 80;\nEOF\npip install a \\"
+    assert [t for t, _ in command_lines(_lines(bash), "bash")] == ["git reset --hard HEAD^", "git push origin main", "pip install a"]
+    cmd = "choco install widget ^\n  --yes\ncd C:\\\ndir /s /b"
+    assert [t for t, _ in command_lines(_lines(cmd), "bat")] == ["choco install widget --yes", "cd C:\\", "dir /s /b"]
+    console = "(venv) $ pip install x\nuser@host:~/src$ apt install thing\n% brew install y\n$ docker run \\\n>   --rm -it \\\n>   ubuntu:22.04\noutput"
+    assert [t for t, _ in command_lines(_lines(console), "console")] == [
+        "pip install x", "apt install thing", "brew install y", "docker run --rm -it ubuntu:22.04",
+    ]  # fmt: skip
+
+
+def test_a_command_is_located_at_its_own_block_not_at_an_earlier_mention():
+    page = (
+        "Install\n=======\n\n.. The old way: pip install widget\n\n.. code-block:: yaml\n\n    - run: pip install widget\n\n"
+        "Run it yourself:\n\n.. code-block:: bash\n   :caption: Install\n   :linenos:\n\n    pip install widget\n\nThe prose after.\n"
+    )
+    doc = parse_document(page.encode(), "install.rst", "install.rst")
+    [(text, written)] = _commands(doc)
+    command = next(b for b in doc.blocks if b.kind == "command")
+    assert text == written == "pip install widget"
+    assert page.rfind("pip install widget") == command.start  # the bash block's line, not the comment's or the YAML's
+    assert "The prose after." in [b.text for b in doc.blocks]
+
+
+def test_a_myst_code_block_directive_is_a_code_block():
+    page = "# Install\n\n```{code-block} bash\n:caption: Install\npip install widget --pre\n```\n\n```{code-block} python\nimport widget\n```\n"
+    doc = parse_document(page.encode(), "install.md", "install.md")
+    assert [text for text, _ in _commands(doc)] == ["pip install widget --pre"]
 
 
 OLD_PAGE = (
@@ -135,8 +173,16 @@ def test_output_data_and_strings_over_lines_are_no_commands():
         ("Set-ExecutionPolicy RemoteSigned -Scope CurrentUser", 180),
         ("SSL_CERT_FILE=/etc/ca.crt python -c 'import widget'", 240),
     ]
-    assert [t for t, _ in command_lines(code)] == [
+    assert [t for t, _ in command_lines(code, "bash")] == [
         "echo \"it's done\"  # don't worry",
         "Set-ExecutionPolicy RemoteSigned -Scope CurrentUser",
         "SSL_CERT_FILE=/etc/ca.crt python -c 'import widget'",
     ]
+
+
+def test_a_fence_indented_inside_a_list_item_is_code_not_the_items_text():
+    page = "# Steps\n\n1. Install it:\n\n    ```bash\n    pip install widget\n    ```\n\n2. Run it once.\n"
+    doc = parse_document(page.encode(), "steps.md", "steps.md")
+    assert [(b.kind, b.text) for b in doc.blocks] == [
+        ("heading", "Steps"), ("list_item", "Install it:"), ("command", "pip install widget"), ("list_item", "Run it once."),
+    ]  # fmt: skip

@@ -517,7 +517,7 @@ class SourceVersions:
         if self._rows is None:
             rows: dict[str, list[int]] = {}
             for i in self._newest_corpus()[2]:
-                if " | " in self.sentences[i].text:
+                if " | " in self.sentences[i].text and not self.sentences[i].command:  # a pipe is no cell
                     rows.setdefault(" > ".join(self.sentences[i].section), []).append(i)
             self._rows = rows
         return self._rows
@@ -531,13 +531,13 @@ class SourceVersions:
             where = self._newest_corpus()[2]
             for n, i in enumerate(where):
                 row = self.sentences[i]
-                if " | " not in row.text:
+                if " | " not in row.text or row.command:
                     continue
                 parts = row.text.split(" | ")[1:]
                 prev, last = row, i
                 for j in where[n + 1 : n + 4]:
                     nxt = self.sentences[j]
-                    if nxt.start - prev.end > 1 or nxt.section != row.section or " | " in nxt.text:
+                    if nxt.start - prev.end > 1 or nxt.section != row.section or " | " in nxt.text or nxt.command:
                         break
                     parts[-1] = f"{parts[-1]} {nxt.text}"
                     prev, last = nxt, j

@@ -15,7 +15,7 @@ import re
 
 from kb.ingest.offsets import OffsetMap, TextBuilder
 
-__all__ = ["SHELL_LANGUAGES", "command_lines", "is_shell"]
+__all__ = ["SHELL_LANGUAGES", "command_lines", "is_shell", "language_of"]
 
 SHELL_LANGUAGES = frozenset(
     {"bash", "sh", "shell", "zsh", "fish", "console", "terminal", "shell-session", "shellsession", "sh-session",
@@ -23,7 +23,14 @@ SHELL_LANGUAGES = frozenset(
 )  # fmt: skip
 _DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell"})
 _LANGUAGE = re.compile(r"[\w.+-]+")
-_PROMPT = re.compile(r"[ \t]*(?:\$|PS>|PS [^>\n]{0,80}>)[ \t]+")
+# "$ ", "% ", "(venv) $ ", "user@host:~/src$ ", "PS> ", "PS C:\\src> ", "C:\\src> "
+_PROMPT = re.compile(
+    r"[ \t]*(?:\([^)\n]{1,40}\)[ \t]*)?(?:[\w.-]+@[\w.-]+(?::[^\s$]*)?)?(?:\$|%|PS>|PS [^>\n]{0,80}>|[A-Z]:\\[^>\n]{0,80}>)[ \t]+"
+)
+_CONTINUED_PROMPT = re.compile(r"[ \t]*>[ \t]+")  # "> " before a continuation line of a prompted command
+_HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z_]\w*)\1")
+# the character that continues a command on the next line, by shell
+_CONTINUATION = {"powershell": "`", "ps1": "`", "pwsh": "`", "bat": "^", "batch": "^", "cmd": "^"}
 _COMMENT = re.compile(r"(?:#|//|::|REM\b|rem\b)")
 MAX_COMMAND_CHARS = 400  # a longer "command" is a pasted script or data, not one step
 # What a command starts with: variable assignments, then a program (``git``, ``./gradlew``,
@@ -32,32 +39,39 @@ MAX_COMMAND_CHARS = 400  # a longer "command" is a pasted script or data, not on
 _COMMAND_START = re.compile(r"(?:[A-Za-z_]\w*=\S*\s+)*(?:[a-z0-9.~/][\w.+:/@~-]*|[A-Z][a-z]+-[A-Z]\w*)(?:\s|$)")
 
 
-def is_shell(info: str) -> bool | None:
-    """True when a code block's info string ("bash", "{code-block} console", "sh [npm]",
-    "bash:no-line-numbers") names a shell, None when it names no language (its ``$`` prompts
-    decide), False for any other language."""
+def language_of(info: str) -> str:
+    """The language a code block's info string names ("bash", "{code-block} console", "sh [npm]",
+    "bash:no-line-numbers"), lower case; "" when it names none."""
     words = info.replace("{", " ").replace("}", " ").split()
     if words and words[0].lower() in _DIRECTIVES:
         words = words[1:]
-    if not words:
-        return None
-    m = _LANGUAGE.match(words[0])
-    if m is None:
-        return None
-    return m.group(0).lower().rstrip(".") in SHELL_LANGUAGES
+    m = _LANGUAGE.match(words[0]) if words else None
+    return m.group(0).lower().rstrip(".") if m else ""
 
 
-def command_lines(code: list[tuple[str, int]], prompted_only: bool = False) -> list[tuple[str, OffsetMap]]:
+def is_shell(info: str) -> bool | None:
+    """True when a code block's info string names a shell, None when it names no language (its
+    ``$`` prompts decide), False for any other language."""
+    language = language_of(info)
+    return (language in SHELL_LANGUAGES) if language else None
+
+
+def command_lines(code: list[tuple[str, int]], language: str = "") -> list[tuple[str, OffsetMap]]:
     """The commands of a code block's lines, each ``(line text, document offset)``, as block
-    texts with their offset maps. With ``prompted_only`` (a block without a language) only a block
-    with ``$`` prompts holds commands."""
+    texts with their offset maps. A block without a ``language`` holds commands only where its
+    lines carry prompts."""
     prompted = any(_PROMPT.match(text) for text, _ in code)
-    if prompted_only and not prompted:
+    if not language and not prompted:
         return []
+    continuation = _CONTINUATION.get(language, "\\")
     out: list[tuple[str, OffsetMap]] = []
     builder: TextBuilder | None = None
     quote = ""  # the quote of a string that runs over lines (echo '...' | tee): data, not commands
+    heredoc = ""  # the word that ends a here-document (cat <<EOF > app.conf): its lines are a file's
     for text, off in code:
+        if heredoc:
+            heredoc = "" if text.strip() == heredoc else heredoc
+            continue
         if quote:
             quote = _open_quote(text, quote)
             continue
@@ -67,15 +81,20 @@ def command_lines(code: list[tuple[str, int]], prompted_only: bool = False) -> l
                 continue  # the output of the command before it
             start = m.end() if m else len(text) - len(text.lstrip())
         else:
-            start = len(text) - len(text.lstrip())
+            m = _CONTINUED_PROMPT.match(text) if prompted else None
+            start = m.end() if m else len(text) - len(text.lstrip())
         body = text[start:].rstrip()
         if builder is None and (not body or _COMMENT.match(body)):
+            continue
+        doc = _HEREDOC.search(body)
+        if doc:
+            heredoc, builder = doc.group(2), None  # the command writes the lines that follow
             continue
         quote = _open_quote(body)
         if quote:
             builder = None  # the command the string belongs to goes with it
             continue
-        continued = body.endswith(("\\", " `", "^")) and not body.endswith("\\\\")
+        continued = body.endswith(continuation) and not body.endswith(continuation * 2)
         if continued:
             body = body[:-1].rstrip()
         if builder is None:
@@ -84,11 +103,17 @@ def command_lines(code: list[tuple[str, int]], prompted_only: bool = False) -> l
             builder.add_synthetic(" ", off + start)
         builder.add(body, off + start)
         if not continued:
-            command = builder.build()
+            _keep(builder.build(), out)
             builder = None
-            if len(command[0]) <= MAX_COMMAND_CHARS and len(command[0].split()) >= 2 and _COMMAND_START.match(command[0]):
-                out.append(command)
+    if builder is not None:  # a continuation on the block's last line
+        _keep(builder.build(), out)
     return out
+
+
+def _keep(command: tuple[str, OffsetMap], out: list[tuple[str, OffsetMap]]) -> None:
+    text = command[0]
+    if text and len(text) <= MAX_COMMAND_CHARS and len(text.split()) >= 2 and _COMMAND_START.match(text):
+        out.append(command)
 
 
 def _open_quote(line: str, quote: str = "") -> str:

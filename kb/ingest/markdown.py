@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from kb.ingest.commands import command_lines, is_shell
+from kb.ingest.commands import command_lines, is_shell, language_of
 from kb.ingest.common import IGNORE_END, IGNORE_START, last_sentence
 from kb.ingest.html_blocks import html_block
 from kb.ingest.markdown_containers import FENCE, closes_fence, unwrap_containers
@@ -137,6 +137,11 @@ class MarkdownParser:
         self.blocks.append(block)
         self.last_block_kind = kind
         return block
+
+    def _item_column(self, line: str) -> int:
+        """The content column of the deepest open list item ``line`` is indented into (0: none)."""
+        lead = len(line) - len(line.lstrip(" "))
+        return next((ci for _, ci, _ in reversed(self.list_stack) if ci <= lead), 0)
 
     def _reference_line(self, s: int, e: int) -> None:
         """A configuration reference written as a code block states each option's type and default
@@ -412,8 +417,9 @@ class MarkdownParser:
                 self._flush()
                 i += 1
                 continue
-            # fenced code: skip to the closing fence (or the end of the document)
-            fm = FENCE.match(line)
+            # fenced code: skip to the closing fence (or the end of the document); inside a list
+            # item the fence is indented from the item's content ("1. Step:" then "    ```bash")
+            fm = FENCE.match(line, self._item_column(line))
             if fm:
                 self._flush()
                 fence = fm.group(1)
@@ -421,7 +427,8 @@ class MarkdownParser:
                     pass  # not a fence: an inline code span at line start
                 else:
                     opened = len(line) - len(line.lstrip(" "))
-                    shell = is_shell(line[fm.end() :])
+                    info = line[fm.end() :]
+                    shell = is_shell(info)
                     code: list[tuple[str, int]] = []
                     i += 1
                     while i < nlines:
@@ -435,7 +442,7 @@ class MarkdownParser:
                             code.append((inner[qm.end() :], ls + qm.end()) if qm else (inner, ls))
                         i += 1
                     i += 1
-                    for command in command_lines(code, prompted_only=shell is None):
+                    for command in command_lines(code, language_of(info) if shell else ""):
                         self._emit("command", [], text_map=command)
                     continue
             # raw html blocks whose content is not prose

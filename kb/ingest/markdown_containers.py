@@ -19,6 +19,7 @@ _ADMONITION_HEAD = re.compile(r"( *)(?:!!!|\?\?\?\+?)[ \t]*(?:[A-Za-z][\w-]*)?[ 
 _ADMONITION_TAIL = re.compile(r"\"[ \t]*(?:[A-Za-z][\w -]*)?$")
 _TAB = re.compile(r"( *)===\+?[ \t]+\"[^\"]*\"[ \t]*$")
 _COLON_FENCE = re.compile(r" {0,3}(:{3,})[ \t]*(\{[A-Za-z][\w-]*\}|[A-Za-z][\w-]*)?[ \t]*(.*?)[ \t]*$")
+_CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell"})
 _MYST_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\{([A-Za-z][\w-]*)\}[ \t]*(.*?)[ \t]*$")
 _DIRECTIVE_OPTION = re.compile(r"[ \t]*:[\w-]+:(?:[ \t].*)?$")
 _INCLUDE_LINE = re.compile(r"[ \t]*(?:--8<--[ \t]+[\"'][^\"']*[\"']|\{!>?[^{}]*!\}|\{%[ \t]*include[ \t][^{}]*%\})[ \t]*$")
@@ -102,6 +103,11 @@ def unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tup
             indents.append(cut + len(m.group(1)) + 4)
             continue
         m = _MYST_FENCE.match(body)
+        if m and m.group(2).lower() in _CODE_DIRECTIVES:  # a code block: the Markdown reader takes it
+            fence = m.group(1)
+            fence_indent = len(body) - len(body.lstrip(" "))
+            out.append((s + cut, e))
+            continue
         if m:
             out.append((s, s))
             if m.group(2).lower() in PROSE_DIRECTIVES:
