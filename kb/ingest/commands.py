@@ -15,13 +15,13 @@ import re
 
 from kb.ingest.offsets import OffsetMap, TextBuilder
 
-__all__ = ["SHELL_LANGUAGES", "command_lines", "is_shell", "language_of"]
+__all__ = ["CODE_DIRECTIVES", "SHELL_LANGUAGES", "command_lines", "is_shell", "language_of"]
 
 SHELL_LANGUAGES = frozenset(
     {"bash", "sh", "shell", "zsh", "fish", "console", "terminal", "shell-session", "shellsession", "sh-session",
      "powershell", "ps1", "pwsh", "bat", "batch", "cmd"}
 )  # fmt: skip
-_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell"})
+CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell"})  # MyST and Sphinx names of a code block
 _LANGUAGE = re.compile(r"[\w.+-]+")
 # "$ ", "% ", "(venv) $ ", "user@host:~/src$ ", "PS> ", "PS C:\\src> ", "C:\\src> "
 _PROMPT = re.compile(
@@ -43,7 +43,7 @@ def language_of(info: str) -> str:
     """The language a code block's info string names ("bash", "{code-block} console", "sh [npm]",
     "bash:no-line-numbers"), lower case; "" when it names none."""
     words = info.replace("{", " ").replace("}", " ").split()
-    if words and words[0].lower() in _DIRECTIVES:
+    if words and words[0].lower() in CODE_DIRECTIVES:
         words = words[1:]
     m = _LANGUAGE.match(words[0]) if words else None
     return m.group(0).lower().rstrip(".") if m else ""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from kb.ingest.commands import CODE_DIRECTIVES
+
 __all__ = ["FENCE", "PROSE_DIRECTIVES", "closes_fence", "unwrap_containers"]
 
 FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
@@ -19,7 +21,6 @@ _ADMONITION_HEAD = re.compile(r"( *)(?:!!!|\?\?\?\+?)[ \t]*(?:[A-Za-z][\w-]*)?[ 
 _ADMONITION_TAIL = re.compile(r"\"[ \t]*(?:[A-Za-z][\w -]*)?$")
 _TAB = re.compile(r"( *)===\+?[ \t]+\"[^\"]*\"[ \t]*$")
 _COLON_FENCE = re.compile(r" {0,3}(:{3,})[ \t]*(\{[A-Za-z][\w-]*\}|[A-Za-z][\w-]*)?[ \t]*(.*?)[ \t]*$")
-_CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell"})
 _MYST_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\{([A-Za-z][\w-]*)\}[ \t]*(.*?)[ \t]*$")
 _DIRECTIVE_OPTION = re.compile(r"[ \t]*:[\w-]+:(?:[ \t].*)?$")
 _INCLUDE_LINE = re.compile(r"[ \t]*(?:--8<--[ \t]+[\"'][^\"']*[\"']|\{!>?[^{}]*!\}|\{%[ \t]*include[ \t][^{}]*%\})[ \t]*$")
@@ -103,7 +104,7 @@ def unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tup
             indents.append(cut + len(m.group(1)) + 4)
             continue
         m = _MYST_FENCE.match(body)
-        if m and m.group(2).lower() in _CODE_DIRECTIVES:  # a code block: the Markdown reader takes it
+        if m and m.group(2).lower() in CODE_DIRECTIVES:  # a code block: the Markdown reader takes it
             fence = m.group(1)
             fence_indent = len(body) - len(body.lstrip(" "))
             out.append((s + cut, e))
