@@ -186,3 +186,18 @@ def test_a_fence_indented_inside_a_list_item_is_code_not_the_items_text():
     assert [(b.kind, b.text) for b in doc.blocks] == [
         ("heading", "Steps"), ("list_item", "Install it:"), ("command", "pip install widget"), ("list_item", "Run it once."),
     ]  # fmt: skip
+
+
+def test_an_interactive_programs_screen_in_a_shell_block_holds_no_command():
+    """A block without prompts that shows an interactive question ("? Select a project") is what
+    the terminal displays: its wrapped message lines are no commands."""
+    screen = [
+        ('? Found multiple projects that run browser tests in headed mode: "chromium", "firefox".', 0),
+        ("Vitest cannot run multiple headed browsers at the same time. Select a single project", 90),
+        ('to run or cancel and run tests with "headless: true" option. Note that you can also', 180),
+        ("start tests with --browser=name or --project=name flag. › - Use arrow-keys.", 270),
+        ("❯   chromium", 350),
+    ]
+    assert command_lines(screen, "shell") == []
+    prompted = [("$ npm create vite@latest", 0), ("? Project name: › my-app", 30), ("✔ Select a framework: › Vue", 60)]
+    assert [t for t, _ in command_lines(prompted, "shell")] == ["npm create vite@latest"]

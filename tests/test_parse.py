@@ -857,3 +857,92 @@ def test_flow_collections_read_by_libyaml_as_by_the_python_loader(front):
     assert _flow_depth(front) <= 8  # the fast loader reads it
     meta, _ = read_front_matter(f"---\n{front}\n---\nBody.\n")
     assert meta == yaml.load(front, Loader=_NoAliasSafeLoader)  # noqa: S506 (safe subclass)
+
+
+def test_a_grid_tables_cells_are_read_in_their_own_columns():
+    """A grid table's cell runs over several lines with its neighbours' text between: each cell is
+    read down its own column, and the prose after the table is read whole."""
+    page = """Specifiers
+==========
+
++----------+---------------------------------+--------------------------------+
+| Operator | Description                     | Example                        |
++==========+=================================+================================+
+|  ``<=``  | Any version less than or        | ``<=3.1``: any version         |
+|          | equal to the specified version. | less than or equal to ``3.1``. |
++----------+---------------------------------+--------------------------------+
+|  ``~=``  | Any compatible release.         | ``~=3.1``: version ``3.1``     |
+|          | Compatible releases are         | or later, but not              |
+|          | within the same major version.  | version ``4.0`` or later.      |
++----------+---------------------------------+--------------------------------+
+
+The detailed specification of supported comparison operators is in the standard.
+"""
+    doc = parse(page, "spec.rst")
+    check_offsets(doc)
+    rows = [(b.text, b.headers) for b in doc.blocks if b.kind == "table_row"]
+    assert rows == [
+        (
+            "<= | Any version less than or equal to the specified version. | <=3.1: any version less than or equal to 3.1.",
+            ("Operator", "Description", "Example"),
+        ),
+        (
+            "~= | Any compatible release. Compatible releases are within the same major version. "
+            "| ~=3.1: version 3.1 or later, but not version 4.0 or later.",
+            ("Operator", "Description", "Example"),
+        ),
+    ]
+    assert doc.blocks[-1].text == "The detailed specification of supported comparison operators is in the standard."
+
+
+def test_docutils_notes_filed_inside_an_element_are_not_its_text():
+    """A link named twice makes docutils file a note inside the second one's table cell; read as
+    the cell's text, it took the words of the sentences after the table."""
+    page = """Classes
+=======
+
+- `Parsed <https://example.org/parse.py>`_ is the result of the second phase.
+
+.. list-table::
+
+    - - ``_options``
+      - `Parsed <https://example.org/parse.py>`_
+      - CLI parse result
+    - - ``_args``
+      - ``list[str]``
+      - Original CLI arguments
+
+The ``envs`` property creates the selector on first access.
+"""
+    doc = parse(page, "classes.rst")
+    check_offsets(doc)
+    assert [b.text for b in doc.blocks if b.kind == "table_row"] == [
+        "_options | Parsed | CLI parse result",
+        "_args | list[str] | Original CLI arguments",
+    ]
+    assert doc.blocks[-1].text == "The envs property creates the selector on first access."
+
+
+def test_a_hugo_code_shortcode_without_a_closing_tag_has_no_body():
+    """``{{< codeFromFile file=... >}}`` stands alone: the page after it is still read."""
+    page = """## Extra Mounts
+
+Extra mounts pass storage on the host through to a node.
+
+{{< codeFromFile file="static/examples/config-with-mounts.yaml" lang="yaml" >}}
+
+Check that the host path is included in the file sharing settings.
+
+{{< codeFromInline lang="yaml" >}}
+kind: Cluster
+{{< /codeFromInline >}}
+
+Port mappings forward traffic to the nodes.
+"""
+    texts = [b.text for b in parse(page, "mounts.md").blocks]
+    assert texts == [
+        "Extra Mounts",
+        "Extra mounts pass storage on the host through to a node.",
+        "Check that the host path is included in the file sharing settings.",
+        "Port mappings forward traffic to the nodes.",
+    ]

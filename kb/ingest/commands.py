@@ -36,6 +36,9 @@ MAX_COMMAND_CHARS = 400  # a longer "command" is a pasted script or data, not on
 # What a command starts with: variable assignments, then a program (``git``, ``./gradlew``,
 # ``python3.12``) or a PowerShell cmdlet (``Set-ExecutionPolicy``). A line that starts otherwise
 # (``CLIENT_TRAFFIC_SECRET_0 XXXX``, ``>> pytest``, ``}``) is output or data shown in the block.
+# An interactive program's question or answered question ("? Select a project ›", "✔ Framework ·
+# vue"): a block without prompts that shows one is a terminal's screen, its lines output
+_INTERACTIVE = re.compile(r"[ \t]*[?✔✖][ \t]+\S")
 _COMMAND_START = re.compile(r"(?:[A-Za-z_]\w*=\S*\s+)*(?:[a-z0-9.~/][\w.+:/@~-]*|[A-Z][a-z]+-[A-Z]\w*)(?:\s|$)")
 
 
@@ -61,7 +64,7 @@ def command_lines(code: list[tuple[str, int]], language: str = "") -> list[tuple
     texts with their offset maps. A block without a ``language`` holds commands only where its
     lines carry prompts."""
     prompted = any(_PROMPT.match(text) for text, _ in code)
-    if not language and not prompted:
+    if not prompted and (not language or any(_INTERACTIVE.match(text) for text, _ in code)):
         return []
     continuation = _CONTINUATION.get(language, "\\")
     out: list[tuple[str, OffsetMap]] = []

@@ -145,9 +145,12 @@ def unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tup
             out.append((s, s))
             cm = _SHORTCODE_CODE.match(line)
             if cm:
-                # Hugo closes as "{{< /code-toggle >}}" or "{{</ code-toggle >}}": a closing tag
-                # that is never matched would hide the rest of the page
-                skip_until = re.compile(r"[ \t]*\{\{[<%][ \t]*/[ \t]*" + re.escape(cm.group(1)) + r"(?![\w-])")
+                # Hugo closes as "{{< /code-toggle >}}" or "{{</ code-toggle >}}". A shortcode
+                # with no closing tag further down ("{{< codeFromFile file=... >}}") has no body:
+                # skipping to a closer that never comes would hide the rest of the page
+                closer = re.compile(r"[ \t]*\{\{[<%][ \t]*/[ \t]*" + re.escape(cm.group(1)) + r"(?![\w-])", re.MULTILINE)
+                if closer.search(text, e):
+                    skip_until = closer
             continue
         if _SNIPPET_BLOCK.match(line):
             out.append((s, s))

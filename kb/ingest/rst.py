@@ -296,6 +296,58 @@ def _line_start(text: str, line: str, lo: int, hi: int) -> int:
     return at
 
 
+_GRID_BORDER = re.compile(r"[ \t]*\+(?:[-=]+\+)+[ \t]*$")
+
+
+def _grid_rows(text: str, start: int) -> tuple[list[tuple[list[int], list[tuple[str, int]]]], int] | None:
+    """The rows of the grid table whose top border starts at ``start``: for each, the column
+    boundaries of the border above it (positions of its ``+``) and its lines with their
+    offsets; and where the table ends. None if no grid table starts there."""
+    rows: list[tuple[list[int], list[tuple[str, int]]]] = []
+    pos = start
+    border: list[int] | None = None
+    lines: list[tuple[str, int]] = []
+    while pos < len(text):
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        line = text[pos:end]
+        if _GRID_BORDER.match(line):
+            if border is not None and lines:
+                rows.append((border, lines))
+            border, lines = [i for i, c in enumerate(line) if c == "+"], []
+        elif border is not None and line.lstrip().startswith(("|", "+")):
+            lines.append((line, pos))
+        else:
+            break
+        pos = end + 1
+    if border is None or lines or not rows:
+        return None  # no border there, or a row spanning rows left a partial border: not read by columns
+    return rows, min(pos, len(text))
+
+
+def _grid_cells(row, source_row: tuple[list[int], list[tuple[str, int]]]) -> list[tuple[str, list[int]]] | None:
+    """Each cell of a grid table's row as its column's text, line under line, with the source
+    offset of each character; None when the cells do not fill the border's columns (a cell
+    spanning rows)."""
+    bounds, lines = source_row
+    entries = _cells(row)
+    if sum(1 + int(e.get("morecols", 0)) for e in entries) != len(bounds) - 1:
+        return None
+    cells: list[tuple[str, list[int]]] = []
+    column = 0
+    for entry in entries:
+        left, right = bounds[column] + 1, bounds[column + 1 + int(entry.get("morecols", 0))]
+        column += 1 + int(entry.get("morecols", 0))
+        chars: list[str] = []
+        where: list[int] = []
+        for line, at in lines:
+            piece = line[left:right]
+            chars.append(piece + "\n")
+            where.extend(range(at + left, at + left + len(piece) + 1))
+        cells.append(("".join(chars), [*where, where[-1] if where else 0]))
+    return cells
+
+
 def _generated(node) -> bool:
     """A table of contents (``.. contents::``) repeats the section titles that follow it: read
     as prose, it would also take their words from the source, and the sections' own text after."""
@@ -315,6 +367,11 @@ def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
         tree = publish_doctree(source, settings_overrides=_SETTINGS)
     except Exception:  # noqa: BLE001 - docutils gave up: the text reads as plain text instead
         return [], None
+    # docutils files some notes inside the element they concern, whatever the report level
+    # ('Duplicate name "parsed" for external target' in a table cell): as text, they would be
+    # looked for in the source and take its words from the sentences after
+    for message in list(tree.findall(nodes.system_message)):
+        message.parent.remove(message)
     locator = _Locator(text)
     locator.cursor = body
     blocks: list[tuple] = []
@@ -337,15 +394,25 @@ def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
         head = table.next_node(nodes.thead)
         header_row = head.next_node(nodes.row) if head is not None else None
         headers = tuple(" ".join(e.astext().split()) for e in _cells(header_row)) if header_row is not None else ()
+        grid = _grid_rows(text, locator._line_offset(table.line + body_lines)) if table.line else None
+        all_rows = list(table.findall(nodes.row))
+        if grid is not None and len(grid[0]) != len(all_rows):
+            grid = None
         for tbody in table.findall(nodes.tbody):
             for row in tbody.children:
                 if not isinstance(row, nodes.row):
                     continue
+                cells = _grid_cells(row, grid[0][all_rows.index(row)]) if grid is not None else None
                 parts: list[str] = []
                 offsets: list[int] = []
                 for k, entry in enumerate(_cells(row)):
                     visible = " ".join(entry.astext().split())
-                    found = locator.locate(visible, entry.line + body_lines if entry.line else None) if visible else None
+                    if cells is not None:  # a grid table: the cell's words are read in its own column
+                        cell_text, cell_offsets = cells[k]
+                        inside = _Locator(cell_text).locate(visible, None) if visible else None
+                        found = (inside[0], tuple(cell_offsets[o] for o in inside[1])) if inside else None
+                    else:
+                        found = locator.locate(visible, entry.line + body_lines if entry.line else None) if visible else None
                     at = offsets[-1] if offsets else locator.cursor
                     if k:
                         parts.append(" | ")
@@ -358,6 +425,8 @@ def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
                     offsets.extend(found[1])
                 if any(part not in (" | ", "-") for part in parts):
                     blocks.append(("table_row", "".join(parts), tuple(offsets), section, 0, headers))
+        if grid is not None:
+            locator.cursor = max(locator.cursor, grid[1])
 
     body_lines = text.count("\n", 0, body)
 
