@@ -369,3 +369,18 @@ def test_synonymous_predicates_and_list_membership_support():
         judge_rules("Permitted archive formats: rar", "Supported archive formats are zip, tar and 7z.") is None
         or judge_rules("Permitted archive formats: rar", "Supported archive formats are zip, tar and 7z.").relation != "supports"
     )
+
+
+@pytest.mark.parametrize(
+    "claim, evidence, relation",
+    [
+        # another spelling of the claim's option listed beside it is an alias, no condition
+        ("CLI: --isolate=false", "CLI: --no-isolate, --isolate=false", "supports"),
+        ("Pass --verbose for more output.", "Pass --verbose or -v for more output.", "supports"),
+        # an identifier that is not another spelling of the claim's option still qualifies it
+        ("CLI: --isolate=false", "CLI: test.isolate, --isolate=false", "refutes"),
+    ],
+)
+def test_an_option_listed_beside_the_claims_own_is_an_alias(claim, evidence, relation):
+    j = judge_rules(claim, evidence)
+    assert j is not None and j.relation == relation, j

@@ -428,6 +428,35 @@ def _squashed(text: str) -> str:
     return re.sub(r"[\W_]+", "", text).lower()
 
 
+_OPTION_NAME = re.compile(r"--?(?:no-)?([A-Za-z][\w.-]*?)(?:=.*)?")
+
+
+def _option_name(token: str) -> str | None:
+    m = _OPTION_NAME.fullmatch(token.strip(",;"))
+    return m.group(1).lower() if m else None
+
+
+def _spelling_of_claimed_option(token: str, claim_tokens: list[str]) -> bool:
+    """``token`` spells an option the claim names otherwise ("--no-isolate" beside the claim's
+    "--isolate=false", "--verbose" beside "-verbose"): an alias listed beside it, no condition."""
+    name = _option_name(token)
+    return name is not None and any(_option_name(t) == name for t in claim_tokens if t != token)
+
+
+_ALIAS_GLUE = frozenset({"or", ",", "/", "|", "(", ")", "also", "alias", "aliases", ":"})
+
+
+def _aliases_only(inserted: list[str], claim_tokens: list[str]) -> bool:
+    """The evidence adds only other options beside one the claim names ("--verbose or -v",
+    "--host (also --legacy-host)"): another way to write the same option, no condition on it."""
+    options = [t for t in inserted if t.startswith("-") and _option_name(t)]
+    return (
+        bool(options)
+        and all(t in options or t.lower() in _ALIAS_GLUE for t in inserted)
+        and any(t.startswith("-") and _option_name(t) for t in claim_tokens)
+    )
+
+
 def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es: Slots) -> list[_Conflict]:
     """Conflicts in one non-equal diff segment of two near-copy sentences."""
     out: list[_Conflict] = []
@@ -442,8 +471,8 @@ def _token_conflicts(tag: str, ctoks: list[str], etoks: list[str], cs: Slots, es
         if tag == "insert":
             # the evidence qualifies the statement with a technical condition the claim lacks
             # ("looks for pyproject.toml containing a [tool.black] section")
-            idents = [t for t in etoks if is_code_identifier(t)]
-            if idents and not eneg:
+            idents = [t for t in etoks if is_code_identifier(t) and not _spelling_of_claimed_option(t, cs.tokens)]
+            if idents and not eneg and not _aliases_only(etoks, cs.tokens):
                 out.append(_Conflict("qualifier", None, e_text))
             return out
         # a fact only on the claim side: the evidence no longer states it
