@@ -123,6 +123,25 @@ def test_json_schema_config_files_and_bad_specs(tmp_path):
     assert "missing $ref '#/components/parameters/Nope'" in messages["refs.yaml"]
 
 
+def test_a_json_schema_whose_root_points_into_its_definitions_is_read_there(tmp_path):
+    """Schema generators put the schema under ``$defs`` and point the root at it; an empty config
+    file states nothing and is no error."""
+    (tmp_path / "config.schema.json").write_text(json.dumps({
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "$ref": "#/$defs/Configuration",
+        "$defs": {
+            "Configuration": {"type": "object", "properties": {
+                "theme": {"type": "string", "default": "light"}, "log": {"$ref": "#/$defs/Log"}}},
+            "Log": {"type": "object", "properties": {"level": {"type": "string", "enum": ["info", "debug"]}}},
+        },
+    }))  # fmt: skip
+    (tmp_path / "overrides.toml").write_text("# overrides for the next environment\n")
+    sources, errors = load_sources(tmp_path, today=TODAY)
+    text = {s.source_id: " | ".join(b.text for b in s.blocks) for s in sources}
+    assert "theme property of Configuration: type string, default light, optional ($.properties.theme)." in text["config.schema.json"]
+    assert "log.level property of Configuration: type string, one of info, debug, optional" in text["config.schema.json"]
+    assert "overrides.toml" not in text and errors == []
+
+
 @pytest.fixture()
 def billing(tmp_path):
     repo = make_repo(tmp_path)

@@ -210,9 +210,16 @@ def _properties(doc: dict, schema: dict, facts: _Facts, owner: str, at: str, pre
 
 
 def _json_schema(doc: dict, facts: _Facts) -> None:
-    title = str(doc.get("title") or facts.rel)
+    # generators often put the schema itself under $defs and point the root at it
+    # ({"$ref": "#/$defs/Configuration", "$defs": {...}})
+    root = _resolve(doc, doc, facts, "$")
+    if not isinstance(root, dict):
+        return
+    ref = doc.get("$ref")
+    named = ref.rsplit("/", 1)[-1] if isinstance(ref, str) else ""  # "#/$defs/Configuration"
+    title = str(doc.get("title") or root.get("title") or named or facts.rel)
     facts.heading(f"{facts.rel}: JSON Schema {title}", 1)
-    _properties(doc, doc, facts, f"property of `{title}`", "$")
+    _properties(doc, root, facts, f"property of `{title}`", "$")
 
 
 def _config(data, facts: _Facts) -> None:
@@ -242,6 +249,8 @@ def spec_document(raw: bytes, rel: str, where: str, errors: list[IngestError]) -
         return None
     if isinstance(data, dict) and str(data.get("openapi", "")).startswith("3"):
         _openapi(data, facts)
+    elif not data:
+        return None  # an empty file (or only comments) states nothing: nothing to read, nothing lost
     elif isinstance(data, dict) and ("$schema" in data or (data.get("type") == "object" and "properties" in data)):
         _json_schema(data, facts)
     elif isinstance(data, (dict, list)):
