@@ -124,8 +124,8 @@ def test_json_schema_config_files_and_bad_specs(tmp_path):
 
 
 def test_a_json_schema_whose_root_points_into_its_definitions_is_read_there(tmp_path):
-    """Schema generators put the schema under ``$defs`` and point the root at it; an empty config
-    file states nothing and is no error."""
+    """Schema generators put the schema under ``$defs`` and point the root at it, or compose it
+    with ``allOf``; an empty config file states nothing and is no error."""
     (tmp_path / "config.schema.json").write_text(json.dumps({
         "$schema": "https://json-schema.org/draft/2020-12/schema", "$ref": "#/$defs/Configuration",
         "$defs": {
@@ -134,11 +134,19 @@ def test_a_json_schema_whose_root_points_into_its_definitions_is_read_there(tmp_
             "Log": {"type": "object", "properties": {"level": {"type": "string", "enum": ["info", "debug"]}}},
         },
     }))  # fmt: skip
+    (tmp_path / "taskfile.schema.json").write_text(json.dumps({
+        "$schema": "http://json-schema.org/draft-07/schema", "title": "Taskfile",
+        "allOf": [{"type": "object", "properties": {"method": {"type": "string", "default": "checksum"}}}],
+    }))  # fmt: skip
     (tmp_path / "overrides.toml").write_text("# overrides for the next environment\n")
     sources, errors = load_sources(tmp_path, today=TODAY)
     text = {s.source_id: " | ".join(b.text for b in s.blocks) for s in sources}
     assert "theme property of Configuration: type string, default light, optional ($.properties.theme)." in text["config.schema.json"]
     assert "log.level property of Configuration: type string, one of info, debug, optional" in text["config.schema.json"]
+    assert (
+        "method property of Taskfile: type string, default checksum, optional ($.allOf.0.properties.method)."
+        in text["taskfile.schema.json"]
+    )
     assert "overrides.toml" not in text and errors == []
 
 

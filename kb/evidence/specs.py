@@ -220,6 +220,11 @@ def _json_schema(doc: dict, facts: _Facts) -> None:
     title = str(doc.get("title") or root.get("title") or named or facts.rel)
     facts.heading(f"{facts.rel}: JSON Schema {title}", 1)
     _properties(doc, root, facts, f"property of `{title}`", "$")
+    parts = root.get("allOf")
+    for k, part in enumerate(parts if isinstance(parts, list) else []):  # every part holds for the whole
+        part = _resolve(doc, part, facts, f"$.allOf.{k}")
+        if isinstance(part, dict):
+            _properties(doc, part, facts, f"property of `{title}`", f"$.allOf.{k}")
 
 
 def _config(data, facts: _Facts) -> None:
