@@ -148,7 +148,7 @@ def unwrap_containers(text: str, lines: list[tuple[int, int]]) -> tuple[list[tup
                 # Hugo closes as "{{< /code-toggle >}}" or "{{</ code-toggle >}}". A shortcode
                 # with no closing tag further down ("{{< codeFromFile file=... >}}") has no body:
                 # skipping to a closer that never comes would hide the rest of the page
-                closer = re.compile(r"[ \t]*\{\{[<%][ \t]*/[ \t]*" + re.escape(cm.group(1)) + r"(?![\w-])", re.MULTILINE)
+                closer = re.compile(r"[ \t]*\{\{[<%][ \t]*/[ \t]*" + re.escape(cm.group(1)) + r"(?![\w-])")
                 if closer.search(text, e):
                     skip_until = closer
             continue

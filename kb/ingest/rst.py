@@ -336,8 +336,9 @@ def _grid_cells(row, source_row: tuple[list[int], list[tuple[str, int]]]) -> lis
     cells: list[tuple[str, list[int]]] = []
     column = 0
     for entry in entries:
-        left, right = bounds[column] + 1, bounds[column + 1 + int(entry.get("morecols", 0))]
-        column += 1 + int(entry.get("morecols", 0))
+        span = 1 + int(entry.get("morecols", 0))
+        left, right = bounds[column] + 1, bounds[column + span]
+        column += span
         chars: list[str] = []
         where: list[int] = []
         for line, at in lines:
@@ -398,11 +399,12 @@ def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
         all_rows = list(table.findall(nodes.row))
         if grid is not None and len(grid[0]) != len(all_rows):
             grid = None
+        source_rows = dict(zip(map(id, all_rows), grid[0], strict=True)) if grid is not None else {}
         for tbody in table.findall(nodes.tbody):
             for row in tbody.children:
                 if not isinstance(row, nodes.row):
                     continue
-                cells = _grid_cells(row, grid[0][all_rows.index(row)]) if grid is not None else None
+                cells = _grid_cells(row, source_rows[id(row)]) if source_rows else None
                 parts: list[str] = []
                 offsets: list[int] = []
                 for k, entry in enumerate(_cells(row)):
