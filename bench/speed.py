@@ -185,7 +185,7 @@ def run(params: Params) -> dict[str, float]:
     if params.git:
         from bench.speed_git import run_git
 
-        return run_git(params.git, params.old, params.revs, params.depth, params.workdir)
+        return run_git(params.git, params.old, params.revs, params.depth, params.workdir, params.rerank_candidates)
     if not params.corpus:
         raise ConfigError("bench speed: pass --corpus (SciFact corpus.jsonl) or set KBAUDIT_DATA to the evaluation data folder")
     corpus = Path(params.corpus)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kb.ingest.commands import command_lines, is_shell
+from kb.ingest.commands import command_lines, generic_step, is_shell
 from kb.ingest.parse import parse_document
 from tests.test_git_sources import audit_releases, two_releases
 
@@ -161,6 +161,49 @@ def test_a_command_whose_repository_was_renamed_is_stale_with_the_new_command_as
     assert [e.new_text for e in edits] == ["python -m pip install --upgrade https://github.com/acme/widget-cli/archive/main.tar.gz"], edits
     assert verdicts["widget init --template minimal"].label == "supported"
     assert verdicts["The widget server listens on port 8080 unless told otherwise."].label == "supported"
+
+
+CONTRIBUTING_OLD = (
+    "# Contributing\n\nClone the repository and move into it:\n\n```bash\ngit clone https://github.com/acme/widget\n"
+    "cd widget\n```\n\nRun the test suite while developing:\n\n```bash\nwidget run dev\n```\n\n"
+    "When you are done, push your branch:\n\n"
+    "```bash\ngit push origin my-branch\n```\n"
+)
+CONTRIBUTING_NEW = (
+    "# Contributing\n\nClone the repository and move into it:\n\n```bash\ngit clone https://github.com/acme/widget\n"
+    "cd widget-src\n```\n\nRun the test suite while developing:\n\n```bash\nwidget test\n```\n\n"
+    "When you are done, open a pull request.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "generic"),
+    [
+        ("cd my-project", True),
+        ("mkdir my-project && cd my-project", True),
+        ("git push origin main", True),
+        ("git add ./*", True),
+        ("conda activate docs", True),
+        ("source .venv/bin/activate", True),
+        (".venv\\Scripts\\activate", True),
+        ("sudo mkdir -p /etc/widget", True),
+        ("firefox _build/html/index.html", True),
+        ("git clone https://github.com/acme/widget", False),
+        ("cd widget && pip install -e .", False),
+        ("widget run dev", False),
+        ("conda install -c conda-forge widget", False),
+    ],
+)
+def test_generic_shell_steps_are_told_from_the_projects_own_commands(command, generic):
+    assert generic_step(command) is generic
+
+
+def test_a_project_command_gone_from_the_docs_is_stale(tmp_path):
+    history = two_releases(tmp_path, {"docs/contributing.md": CONTRIBUTING_OLD}, {"docs/contributing.md": CONTRIBUTING_NEW})
+    result = audit_releases(history, tmp_path / "cache")
+    verdicts = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    assert verdicts["widget run dev"].label == "stale"
+    assert verdicts["git clone https://github.com/acme/widget"].label == "supported"
 
 
 def test_output_data_and_strings_over_lines_are_no_commands():

@@ -5,9 +5,11 @@ from datetime import date
 
 import pytest
 
+from kb.claims.units import COMMAND_NOTE
 from kb.errors import ConfigError
 from kb.records import Claim, Evidence, Judgement, Verdict
-from kb.verify.policy import STATUSES, decide, document_status, verifyloop_status
+from kb.verify.calibration import finding_kind
+from kb.verify.policy import COMMAND_GONE, STATUSES, decide, document_status, verifyloop_status
 from kb.verifyloop import STATUSES as VERIFYLOOP_CODES
 from tests.conftest import DEMO_TODAY
 
@@ -94,6 +96,17 @@ def test_no_evidence_and_irrelevant_evidence_are_uncertain_with_gaps():
 def test_only_old_version_supports_newest_silent_is_uncertain():
     v = decide(claim(), [ev(day=OLD), ev(day=NEW, rank=2)], [SUP, NEI], TODAY)
     assert v.label == "uncertain" and "older version" in v.rationale
+
+
+def test_a_command_only_an_old_version_shows_is_stale_unless_elided_or_scaffolding():
+    # a sentence gone from its page may live on in other words; a command has no other words
+    for text, label in (("widget run dev", "stale"), ("widget config show ...", "uncertain"), ("cd widget", "uncertain")):
+        c = claim(text, reason=COMMAND_NOTE)
+        v = decide(c, [ev(day=OLD, sentence=text), ev(day=NEW, rank=2, sentence="widget test")], [SUP, NEI], TODAY)
+        assert v.label == label, (text, v)
+        assert (COMMAND_GONE in v.rationale) is (label == "stale"), v
+    assert finding_kind("stale", decide(claim("widget run dev", reason=COMMAND_NOTE), [ev(day=OLD), ev(day=NEW, rank=2)],
+                                        [SUP, NEI], TODAY).rationale) == "stale/dropped"  # fmt: skip
 
 
 def test_only_old_version_supports_and_its_sentence_was_rewritten_is_stale():

@@ -18,6 +18,7 @@ import kb.evidence.embed
 import kb.evidence.passages
 import kb.evidence.retrieve
 import kb.evidence.versions
+import kb.ingest.commands
 import kb.ingest.common
 import kb.ingest.front_matter
 import kb.ingest.html_blocks
@@ -51,7 +52,8 @@ def _tree_version(folder: Path, patterns: tuple[str, ...]) -> str:
 def splitter_version() -> str:
     # every module a page's parse goes through: a change in any of them can change its claims
     parser = (kb.ingest.parse, kb.ingest.front_matter, kb.ingest.offsets, kb.ingest.common, kb.ingest.markdown,
-              kb.ingest.markdown_containers, kb.ingest.markdown_inline, kb.ingest.html_blocks, kb.ingest.rst)  # fmt: skip
+              kb.ingest.markdown_containers, kb.ingest.markdown_inline, kb.ingest.html_blocks, kb.ingest.rst,
+              kb.ingest.commands)  # fmt: skip
     return code_version(*parser, kb.claims.split, kb.claims.units, kb.claims.rewrite, kb.claims.classify, kb.claims.text)
 
 

@@ -15,7 +15,7 @@ import re
 
 from kb.ingest.offsets import OffsetMap, TextBuilder
 
-__all__ = ["CODE_DIRECTIVES", "SHELL_LANGUAGES", "command_lines", "is_shell", "language_of"]
+__all__ = ["CODE_DIRECTIVES", "SHELL_LANGUAGES", "command_lines", "elided", "generic_step", "is_shell", "language_of"]
 
 SHELL_LANGUAGES = frozenset(
     {"bash", "sh", "shell", "zsh", "fish", "console", "terminal", "shell-session", "shellsession", "sh-session",
@@ -40,6 +40,54 @@ MAX_COMMAND_CHARS = 400  # a longer "command" is a pasted script or data, not on
 # vue"): a block without prompts that shows one is a terminal's screen, its lines output
 _INTERACTIVE = re.compile(r"[ \t]*[?✔✖][ \t]+\S")
 _COMMAND_START = re.compile(r"(?:[A-Za-z_]\w*=\S*\s+)*(?:[a-z0-9.~/][\w.+:/@~-]*|[A-Z][a-z]+-[A-Z]\w*)(?:\s|$)")
+
+# Steps every project's docs take on the reader's own machine: moving about, making, listing or
+# showing files, opening a file in an editor or a browser, switching an environment, committing
+# and pushing with git. A page that no longer shows "cd my-project" has dropped nothing a reader
+# relies on (one that shows "git push origin main" for "git push origin master" has changed a fact).
+_SCAFFOLDING = frozenset(
+    {"cd", "pushd", "popd", "mkdir", "md", "touch", "tree", "ls", "cat", "pwd", "clear", "cls", "exit", "source", ".",
+     "deactivate", "open", "xdg-open", "start", "explorer", "firefox", "google-chrome", "chromium", "chrome",
+     "safari", "code", "vim", "vi", "nvim", "nano", "emacs", "notepad"}
+)  # fmt: skip
+_GIT_SCAFFOLDING = frozenset(
+    {"add", "commit", "push", "pull", "status", "diff", "log", "checkout", "switch", "branch", "fetch", "merge",
+     "rebase", "stash", "init", "restore"}
+)  # fmt: skip
+_CONDA_SCAFFOLDING = frozenset({"activate", "deactivate"})
+_STEP_SEPARATOR = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=\S*$")
+_ELLIPSIS = re.compile(r"(?:^|\s)(?:\.\.\.|…)(?:\s|$)")
+
+
+def generic_step(command: str) -> bool:
+    """True when every step of ``command`` (steps joined by ``&&``, ``;``, ``|``) is scaffolding:
+    ``cd``, ``mkdir``, ``tree``, an editor or a browser, ``conda activate``, an environment's
+    ``activate`` script, ``git add`` / ``commit`` / ``push``..., with or without ``sudo``."""
+    steps = [s for s in _STEP_SEPARATOR.split(command.strip()) if s]
+    return bool(steps) and all(_scaffolding(step.split()) for step in steps)
+
+
+def _scaffolding(words: list[str]) -> bool:
+    while words and (_ASSIGNMENT.match(words[0]) or words[0] == "sudo"):
+        words = words[1:]
+    if not words:
+        return True
+    program = words[0].replace("\\", "/").rsplit("/", 1)[-1].lower()
+    rest = [w for w in words[1:] if not w.startswith("-")]
+    if program in _SCAFFOLDING or program in ("activate", "activate.bat", "activate.ps1", "activate.fish"):
+        return True
+    if program == "git":
+        return bool(rest) and rest[0] in _GIT_SCAFFOLDING
+    if program in ("conda", "mamba", "micromamba"):
+        return bool(rest) and rest[0] in _CONDA_SCAFFOLDING
+    return False
+
+
+def elided(command: str) -> bool:
+    """True when ``command`` stands for a longer one (``docker run -d --name app ...``): as
+    written it is a fragment, and its absence from a newer page says nothing of the command."""
+    return _ELLIPSIS.search(command) is not None
 
 
 def language_of(info: str) -> str:

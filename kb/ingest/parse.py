@@ -135,7 +135,18 @@ def save_parsed_blocks() -> int:
 
 @cache
 def _parsers_version() -> str:
-    names = ("markdown", "markdown_inline", "markdown_containers", "html_blocks", "rst", "offsets", "front_matter", "parse")
+    names = (
+        "markdown",
+        "markdown_inline",
+        "markdown_containers",
+        "html_blocks",
+        "rst",
+        "offsets",
+        "front_matter",
+        "parse",
+        "commands",
+        "common",
+    )
     return code_version(*(sys.modules[f"kb.ingest.{n}"] for n in names if f"kb.ingest.{n}" in sys.modules))
 
 

@@ -42,6 +42,7 @@ _REFUTES = re.compile(r"\) refutes(?:: | \()")
 # (basis, what the rationale says) for the verdicts policy.decide writes whole, checked in order
 _WHOLE = (
     ("removed", "the newest version has no counterpart"),
+    ("dropped", "the newest corpus shows it nowhere"),
     ("rewritten", "that sentence was rewritten"),
     ("revised", ") revised it (similarity"),
     ("changelog", "the newer changelog entry"),

@@ -32,10 +32,11 @@ from rapidfuzz import fuzz
 
 from kb.claims.split import MAX_KEYED_SETTING_WORDS, SETTING_NOTE, keyed_setting_line
 from kb.claims.text import passage_sentences, sentence_spans
-from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE
+from kb.claims.units import COMMAND_NOTE, LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.changelog import is_changelog, release_heading
 from kb.evidence.passages import sentence_key
 from kb.evidence.versions import STILL_STATED, parse_renames, states_as_written, states_its_sentence, written_key
+from kb.ingest.commands import elided, generic_step
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import added_beside
 from kb.verify.rewording import code_words, restates, same_statement
@@ -81,6 +82,7 @@ STATED_AS_WRITTEN_CONFIDENCE = 0.95
 # a prose default that the newest release states in its entry's field row (kb/verify _default_in_field)
 FIELD_DEFAULT_NOTE = "the default the claim states is in its entry's default field under the same heading"
 RESTATED_CONFIDENCE = 0.7  # below a model's sure support: the words were compared, not the meaning
+COMMAND_GONE = "the newest corpus shows it nowhere"  # the rationale of a command no release shows now
 REMOVED_ACTION = "removed in"  # a stale verdict's action that starts so: the fact is gone, not changed
 # a stale verdict's action when the newest source still states the claim but is past its window
 AGED_ACTION = "add a fresher source or re-confirm the claim"
@@ -578,6 +580,10 @@ def decide(
         )  # fmt: skip
     if old_sup:
         e, j = old_sup[0]
+        # a command names its own subject, however short: "pip install ghp-import" is not vague
+        if (claim.reason == COMMAND_NOTE and not elided(claim.text) and not generic_step(claim.text)
+                and _stated_nearly_as_written(claim, current) is None):  # fmt: skip
+            return _command_dropped(claim, base, e, j)
         return _uncertain(
             claim, base,
             f"only an older version ({e.source_id}, {_d(e)}) supports; the newest version no longer states it",
@@ -876,6 +882,21 @@ def _stated_nearly_as_written(claim: Claim, current) -> Evidence | None:
                     and same_statement(claim.source_text or claim.text, e.sentence or "", code_words(claim.source_text))):  # fmt: skip
                 return e
     return None
+
+
+def _command_dropped(claim: Claim, base: dict, e: Evidence, j: Judgement) -> Verdict:
+    """Stale: an older version showed the command, and the newest corpus shows it nowhere (the
+    whole corpus was searched for it as written before this: Retriever.settle). A sentence gone
+    from its page may live on in other words; a command has no other words: its program,
+    subcommand and flags are the fact. Not for a step of the reader's own setup (``cd``,
+    ``git push``: ``generic_step``) nor a command written with ``...``: their absence says
+    nothing of the project."""
+    return Verdict(
+        **base, label="stale", confidence=round(min(j.confidence, 0.9), 4), tier=j.tier,
+        rationale=f"{e.source_id}: older version ({_d(e)}) shows this command ({j.rationale}); {COMMAND_GONE}",
+        gap_type="technical", gap_severity=_severity(claim, "stale"),
+        action="the newest docs no longer show this command: replace it with the current one or delete it (review)",
+    )  # fmt: skip
 
 
 def _stands_elsewhere(base: dict, old, e_new: Evidence) -> Verdict:
