@@ -424,3 +424,22 @@ def test_another_options_setting_line_left_alone_under_the_heading_is_not_the_ch
     verdict = _kb_page_verdicts(tmp_path, "server.md", timeouts, f"git:{repo}@v1.0.0,v2.0.0:docs", by_text=True)
     assert verdict[f"{changed}: Optional, Default=0s"].label == "stale", verdict
     assert verdict[f"{kept}: Optional, Default=0s"].label == "supported", verdict
+
+
+BUILDER = (
+    "# Builder\n\n| Option | Default | Description |\n| --- | --- | --- |\n"
+    '| `core-metadata-version` | `"2.3"` | The version of core metadata to use |\n'
+    "| `strict-naming` | `true` | Whether to normalise the names of the files it writes |\n"
+)
+
+
+def test_a_cell_whose_value_changed_in_its_entrys_own_row_is_stale(tmp_path):
+    """A cell's claim is a short one ('Option core-metadata-version: Default is "2.3"'): the
+    row's first cell is what names its entry, and the newest release's row says 2.4."""
+    history = two_releases(tmp_path, {"docs/builder.md": BUILDER}, {"docs/builder.md": BUILDER.replace('"2.3"', '"2.4"')})
+    result = audit_releases(history, tmp_path / "cache")
+    verdicts = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    changed = verdicts['"2.3"']
+    assert changed.label == "stale", changed
+    assert changed.evidence_value == '"2.4"', changed
+    assert verdicts["true"].label == "supported"

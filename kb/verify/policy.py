@@ -156,6 +156,12 @@ def underspecified(text: str) -> bool:
     return not complete
 
 
+def _judged_its_own_row(items) -> bool:
+    """A rule read one of these passages as the claim's own table row (its first cell names the
+    claim's entry): "Default is 2.3" of a cell is about that row, whatever its value now."""
+    return any(j.tier == "rules" and j.rationale.startswith(OWN_ROW_NOTE) for _, j in items)
+
+
 def _bare_condition(text: str) -> bool:
     """A subordinate clause alone: it opens on a subordinator, has no comma after which a main
     clause could stand, and does not end as a sentence does."""
@@ -354,7 +360,8 @@ def decide(
         # "Optional, Default=0s" is about the same thing as a passage only where some version
         # of that source states the claim word for word; ignore every other source
         about = {sid for sid in set(current) | set(history)
-                 if best(current.get(sid, []) + history.get(sid, []), "supports", th["verbatim"])}  # fmt: skip
+                 if best(current.get(sid, []) + history.get(sid, []), "supports", th["verbatim"])
+                 or _judged_its_own_row(current.get(sid, []) + history.get(sid, []))}  # fmt: skip
         current = defaultdict(list, {k: v for k, v in current.items() if k in about})
         history = defaultdict(list, {k: v for k, v in history.items() if k in about})
 
