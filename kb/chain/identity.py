@@ -18,19 +18,10 @@ import kb.evidence.embed
 import kb.evidence.passages
 import kb.evidence.retrieve
 import kb.evidence.versions
-import kb.ingest.commands
-import kb.ingest.common
-import kb.ingest.front_matter
-import kb.ingest.html_blocks
-import kb.ingest.markdown
-import kb.ingest.markdown_containers
-import kb.ingest.markdown_inline
-import kb.ingest.offsets
-import kb.ingest.parse
-import kb.ingest.rst
 import kb.verify
 from kb.config import Settings
 from kb.evidence.embed import first_stage_id
+from kb.ingest.parse import parser_modules
 from kb.records import Claim, SourceDoc
 from kb.store.cache import code_version, key_of
 
@@ -50,11 +41,7 @@ def _tree_version(folder: Path, patterns: tuple[str, ...]) -> str:
 
 @functools.cache
 def splitter_version() -> str:
-    # every module a page's parse goes through: a change in any of them can change its claims
-    parser = (kb.ingest.parse, kb.ingest.front_matter, kb.ingest.offsets, kb.ingest.common, kb.ingest.markdown,
-              kb.ingest.markdown_containers, kb.ingest.markdown_inline, kb.ingest.html_blocks, kb.ingest.rst,
-              kb.ingest.commands)  # fmt: skip
-    return code_version(*parser, kb.claims.split, kb.claims.units, kb.claims.rewrite, kb.claims.classify, kb.claims.text)
+    return code_version(*parser_modules(), kb.claims.split, kb.claims.units, kb.claims.rewrite, kb.claims.classify, kb.claims.text)
 
 
 @functools.cache

@@ -133,21 +133,17 @@ def save_parsed_blocks() -> int:
     return len(new)
 
 
+def parser_modules() -> tuple:
+    """Every module a page's parse goes through: a change in any of them can change its blocks,
+    so the cache of parsed pages and the claims cache (kb/chain/identity.py) both key on them."""
+    names = ("parse", "front_matter", "offsets", "common", "markdown", "markdown_containers", "markdown_inline",
+             "html_blocks", "rst", "commands")  # fmt: skip
+    return tuple(sys.modules[f"kb.ingest.{n}"] for n in names)
+
+
 @cache
 def _parsers_version() -> str:
-    names = (
-        "markdown",
-        "markdown_inline",
-        "markdown_containers",
-        "html_blocks",
-        "rst",
-        "offsets",
-        "front_matter",
-        "parse",
-        "commands",
-        "common",
-    )
-    return code_version(*(sys.modules[f"kb.ingest.{n}"] for n in names if f"kb.ingest.{n}" in sys.modules))
+    return code_version(*parser_modules())
 
 
 def _encode_blocks(value: tuple[tuple[Block, ...], str | None]) -> str:

@@ -131,8 +131,7 @@ def entries_elsewhere(evidence, judgements) -> set[int]:
     version still has the entry's own row. Where it has none, the entry went or was renamed, and
     the row a diff put in its place may be the renamed one ("preset-rk-h264" -> "preset-rkmpp")."""
     newest = newest_dates(evidence)
-    own_row = any(j.tier == "rules" and j.rationale.startswith(OWN_ROW_NOTE) and _is_current(e, newest)
-                  for e, j in zip(evidence, judgements))  # fmt: skip
+    own_row = _judged_its_own_row((e, j) for e, j in zip(evidence, judgements) if _is_current(e, newest))
     kinds = (OPTION_ELSEWHERE_NOTE, OTHER_HEADING_NOTE, OTHER_ROW_NOTE) if own_row else (OPTION_ELSEWHERE_NOTE, OTHER_HEADING_NOTE)
     return {i for i, j in enumerate(judgements) if j.tier == "rules" and j.relation == "nei" and j.rationale.startswith(kinds)}
 
@@ -360,8 +359,8 @@ def decide(
         # "Optional, Default=0s" is about the same thing as a passage only where some version
         # of that source states the claim word for word; ignore every other source
         about = {sid for sid in set(current) | set(history)
-                 if best(current.get(sid, []) + history.get(sid, []), "supports", th["verbatim"])
-                 or _judged_its_own_row(current.get(sid, []) + history.get(sid, []))}  # fmt: skip
+                 if best(items := current.get(sid, []) + history.get(sid, []), "supports", th["verbatim"])
+                 or _judged_its_own_row(items)}  # fmt: skip
         current = defaultdict(list, {k: v for k, v in current.items() if k in about})
         history = defaultdict(list, {k: v for k, v in history.items() if k in about})
 
