@@ -443,3 +443,22 @@ def test_a_cell_whose_value_changed_in_its_entrys_own_row_is_stale(tmp_path):
     assert changed.label == "stale", changed
     assert changed.evidence_value == '"2.4"', changed
     assert verdicts["true"].label == "supported"
+
+
+TEMPLATES = (
+    "# Shortcodes\n\nHugo reads shortcode templates from the layouts/shortcodes directory of the project, at its "
+    "root or in subdirectories.\n\nA shortcode is called by its file name from any content file.\n"
+)
+
+
+def test_a_directory_renamed_with_a_leading_underscore_is_a_changed_fact(tmp_path):
+    """'layouts/_shortcodes' names another directory than 'layouts/shortcodes': the sentence that
+    names the old one is no longer stated word for word, and it is not supported."""
+    newer = TEMPLATES.replace("layouts/shortcodes", "layouts/_shortcodes")
+    history = two_releases(tmp_path, {"docs/shortcodes.md": TEMPLATES}, {"docs/shortcodes.md": newer})
+    result = audit_releases(history, tmp_path / "cache")
+    verdicts = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    moved = next(v for text, v in verdicts.items() if "layouts/shortcodes" in text)
+    assert moved.label == "stale", moved
+    assert "_shortcodes" in (moved.evidence_sentence or ""), moved
+    assert verdicts["A shortcode is called by its file name from any content file."].label == "supported"

@@ -797,6 +797,23 @@ def test_an_icon_before_its_label_and_a_links_attribute_list_are_markup():
     ]
 
 
+EMPHASIS = (
+    "Templates go in the layouts/_shortcodes directory, not `layouts/_partials`; an _emphasised_ word, "
+    "**bold**, __strong__ and **a _nested_ one**; snake_case_name, \\_escaped\\_, 2 * 3 and ~~gone~~ in ~5 min.\n"
+)
+
+
+def test_only_paired_emphasis_markers_are_markup():
+    # CommonMark reads an underscore that nothing closes as text: "layouts/_shortcodes" names
+    # another directory than "layouts/shortcodes", and reading both alike let a renamed path
+    # stand as a sentence the newest release states word for word
+    (block,) = parse(EMPHASIS, "emphasis.md").blocks
+    assert block.text == (
+        "Templates go in the layouts/_shortcodes directory, not layouts/_partials; an emphasised word, "
+        "bold, strong and a nested one; snake_case_name, _escaped_, 2 * 3 and gone in ~5 min."
+    )
+
+
 def test_pages_parsed_in_an_earlier_run_read_back_as_parsed(tmp_path):
     """A page's blocks kept under a run's cache folder come back equal, offsets and all, in a run
     that finds them there (a new process: the in-memory cache cleared), without parsing again."""

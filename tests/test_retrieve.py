@@ -319,7 +319,9 @@ def test_the_line_that_stands_in_for_a_rewritten_one_is_the_one_most_like_it(cac
 
 
 def test_stated_as_written_is_word_for_word_with_identifiers_kept():
+    from kb.evidence.passages import sentence_key
     from kb.evidence.versions import states_as_written, written_key
+    from kb.verify.tokens import canonical
 
     # notation is no change: case, punctuation between words, a call's empty parentheses
     assert written_key("We are using model_dump() to convert it.") == written_key("We are using model_dump to convert it")
@@ -328,6 +330,16 @@ def test_stated_as_written_is_word_for_word_with_identifiers_kept():
     sentence = "To use EmailStr, first install email_validator."
     assert not states_as_written(sentence, "Models", "To use EmailStr, first install email-validator.", "Models")
     assert states_as_written(sentence, "Models", "To use EmailStr, first install email_validator.", "Other page")
+    # so does a leading underscore, in the keys that compare sentences across versions too
+    moved = "Create shortcode templates within the layouts/_shortcodes directory."
+    assert written_key(moved) != written_key(moved.replace("_shortcodes", "shortcodes"))
+    assert sentence_key(moved) != sentence_key(moved.replace("_shortcodes", "shortcodes"))
+    assert canonical(moved) != canonical(moved.replace("_shortcodes", "shortcodes"))
+    assert canonical("An _emphasised_ word.") == canonical("An emphasised word.")
+    # before any other word an underscore is an emphasis marker nothing closed: a typo
+    stray = "_Optional, Default: false"
+    assert written_key(stray) == written_key(stray[1:]) and canonical(stray) == canonical(stray[1:])
+    assert sentence_key("with index.md or _index.md files") != sentence_key("with index.md or index.md files")
     # a short line counts only under its own heading, and never when it states a value
     assert states_as_written("DecodingError", "Errors > Hierarchy", "DecodingError", "Errors > Hierarchy")
     assert not states_as_written("DecodingError", "Errors > Hierarchy", "DecodingError", "Errors > Classes")

@@ -102,6 +102,17 @@ def _is_boundary(text: str, sent_start: int, punct_at: int, punct: str, nxt: int
     return True
 
 
+# A leading underscore names something in a path ("layouts/_partials") or a file name
+# ("_index.md"); before any other word it is an emphasis marker that nothing closed, which
+# CommonMark shows as written ("_Optional, Default: false"): a typo, not another word.
+_STRAY_UNDERSCORE = re.compile(r"(?<![\w/\\.])_+(?=[^\W_])(?![^\W_]+(?:[-_][^\W_]+)*\.[^\W_])")
+
+
+def without_stray_underscores(text: str) -> str:
+    """``text`` without the leading underscores that name nothing (``_STRAY_UNDERSCORE``)."""
+    return _STRAY_UNDERSCORE.sub("", text) if "_" in text else text
+
+
 _SENT_SPLIT = re.compile(r"(?<=[.!?:])\s+(?=[A-Z0-9\"'(\[`*_-])|\n+")
 
 

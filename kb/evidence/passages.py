@@ -8,16 +8,19 @@ from dataclasses import dataclass
 
 # Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
 # passages are cut the same way.
-from kb.claims.text import INDEX_STOPWORDS, sentence_spans, stem_index
+from kb.claims.text import INDEX_STOPWORDS, sentence_spans, stem_index, without_stray_underscores
 from kb.records import Passage, SourceDoc, content_hash
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+# a leading underscore that names something is part of the name: "layouts/_partials" is not
+# "layouts/partials" (without_stray_underscores)
+_KEY_TOKEN = re.compile(r"(?:(?<![^\W_])_+)?[^\W_]+", re.UNICODE)
 
 
 def sentence_key(text: str) -> str:
     """A sentence as compared across versions (and a claim as written with them): case,
     punctuation and spacing ignored."""
-    return " ".join(_TOKEN.findall(text.lower()))
+    return " ".join(_KEY_TOKEN.findall(without_stray_underscores(text.lower())))
 
 
 def tokenize(text: str) -> list[str]:

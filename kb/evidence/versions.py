@@ -18,7 +18,7 @@ from rapidfuzz.utils import default_process
 # Sentences: the claim splitter's rules (abbreviations, decimals, versions), so claims and
 # passages are cut the same way.
 from kb.claims.split import entry_term, setting_option
-from kb.claims.text import stem_overlap
+from kb.claims.text import stem_overlap, without_stray_underscores
 from kb.claims.units import cell_place
 from kb.evidence.bm25 import _BM25
 from kb.evidence.passages import _Span, sentence_key, tokenize
@@ -66,7 +66,9 @@ _VERSIONED_NAME = re.compile(r"(?<![\w.\-/$@#:])[A-Z][A-Za-z]{2,}\d+(?![\w\-/]|\
 
 
 # a word with its inner separators: an identifier keeps them (email_validator is not email-validator)
-_WORD = re.compile(r"[^\W_]+(?:[-_.][^\W_]+)*")
+# a leading underscore that names something is part of the name: "layouts/_partials" is not
+# "layouts/partials" (without_stray_underscores)
+_WORD = re.compile(r"_*[^\W_]+(?:[-_.][^\W_]+)*")
 # a short line that states a value: "Optional, Default=0s" recurs under many headings of a reference
 _VALUE = re.compile(r"\d|=|:")
 
@@ -75,7 +77,7 @@ def written_key(text: str) -> str:
     """A text as written, compared for "word for word": case, spacing, punctuation between words
     and a call's empty parentheses (``model_dump()``: notation) aside; identifiers keep their
     separators."""
-    return " ".join(_WORD.findall(text.lower().replace("()", "")))
+    return " ".join(_WORD.findall(without_stray_underscores(text.lower().replace("()", ""))))
 
 
 def _lower_case_words(text: str) -> set[str]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
+import unicodedata
 
 from kb.ingest.offsets import TextBuilder
 
@@ -24,6 +26,8 @@ _LABEL_ICON = re.compile(r":(?:material|fontawesome-(?:solid|regular|brands)|oct
 # Python-Markdown's attribute list after a link ("{ .md-button }", "{: #anchor target=_blank }")
 _ATTR_LIST = re.compile(r"\{:[^{}\n]{1,200}\}|\{[ \t]*[.#][^{}\n]{0,200}\}")
 _FOOTNOTE_REF = re.compile(r"\[\^[^\]\s]{1,50}\](?!:)")
+_DELIM_RUN = re.compile(r"\*+|_+")
+_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
 _ESCAPABLE = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
@@ -39,6 +43,7 @@ def inline_markdown(out: TextBuilder, s: str, base: int) -> None:
     n = len(s)
     find = _INLINE_SPECIAL.search
     brackets: dict[int, int] | None = None  # computed on the first "["
+    emphasis: set[int] | None = None  # computed on the first "*" or "_"
     while i < n:
         m = find(s, i)
         if m is None:
@@ -71,18 +76,24 @@ def inline_markdown(out: TextBuilder, s: str, base: int) -> None:
                 cs = 1 if content.startswith(" ") and content.endswith(" ") and content.strip() else 0
                 out.add(content[cs : len(content) - cs], base + k + cs)
                 i = close + len(ticks)
-        elif c in "*_~":
+        elif c in "*_":
+            k = j
+            while k < n and s[k] == c:
+                k += 1
+            if emphasis is None:
+                emphasis = _emphasis_runs(s)
+            if j not in emphasis:
+                # no partner: text (snake_case, "layouts/_partials", "*args", "2 * 3")
+                out.add(s[j:k], base + j)
+            i = k
+        elif c == "~":
             k = j
             while k < n and s[k] == c:
                 k += 1
             before = s[j - 1] if j > 0 else " "
             after = s[k] if k < n else " "
-            if c == "_" and before.isalnum() and after.isalnum():
-                out.add(s[j:k], base + j)  # snake_case, not emphasis
-            elif c == "~" and k - j == 1:
-                out.add(c, base + j)  # "~5 minutes"
-            elif before.isspace() and after.isspace():
-                out.add(s[j:k], base + j)  # "2 * 3"
+            if k - j == 1 or (before.isspace() and after.isspace()):
+                out.add(s[j:k], base + j)  # "~5 minutes"; a run of tildes is strikethrough
             i = k
         elif c == "!" and j + 1 < n and s[j + 1] == "[":
             if brackets is None:
@@ -168,6 +179,47 @@ def inline_markdown(out: TextBuilder, s: str, base: int) -> None:
 
 
 _BRACKETS = re.compile(r"\\.|[\[\]()]")
+
+
+def _flanking(s: str, j: int, k: int) -> tuple[bool, bool, bool, bool]:
+    """CommonMark's flanking of the delimiter run ``s[j:k]``: left-flanking, right-flanking, and
+    whether the characters before and after it are punctuation."""
+    before = s[j - 1] if j > 0 else " "
+    after = s[k] if k < len(s) else " "
+    p_before, p_after = _is_punctuation(before), _is_punctuation(after)
+    left = not after.isspace() and (not p_after or before.isspace() or p_before)
+    right = not before.isspace() and (not p_before or after.isspace() or p_after)
+    return left, right, p_before, p_after
+
+
+def _is_punctuation(ch: str) -> bool:
+    return unicodedata.category(ch)[0] in "PS"
+
+
+def _emphasis_runs(s: str) -> set[int]:
+    """Where the runs of ``*`` and ``_`` that open or close emphasis start: CommonMark's flanking
+    rules (an underscore opens or closes only at a word's edge), each closer taking the nearest
+    opener of its character before it. Every other run is text."""
+    code = [m.span() for m in _CODE_SPAN.finditer(s)]
+    code_starts = [a for a, _ in code]
+    matched: set[int] = set()
+    openers: list[tuple[str, int]] = []
+    for m in _DELIM_RUN.finditer(s):
+        j, k = m.span()
+        at = bisect.bisect_right(code_starts, j) - 1
+        if (at >= 0 and j < code[at][1]) or (j > 0 and s[j - 1] == "\\"):
+            continue  # inside a code span, or escaped
+        c = s[j]
+        left, right, p_before, p_after = _flanking(s, j, k)
+        if right and (c == "*" or not left or p_after):
+            nearest = next((n for n in range(len(openers) - 1, -1, -1) if openers[n][0] == c), None)
+            if nearest is not None:
+                matched.update((openers[nearest][1], j))
+                del openers[nearest:]
+                continue
+        if left and (c == "*" or not right or p_before):
+            openers.append((c, j))
+    return matched
 
 
 def _match_brackets(s: str) -> dict[int, int]:

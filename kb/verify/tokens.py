@@ -5,7 +5,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
+from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap, without_stray_underscores
 from kb.verify.vocabulary import _NUM_WORDS, NEGATIONS
 
 # ---------------------------------------------------------------------------------------------
@@ -34,13 +34,17 @@ _PTB = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-
 _PTB_RE = re.compile("|".join(re.escape(k) for k in _PTB))
 
 
+_EMPHASIS = re.compile(r"(?<![\w\\/])([*_]{1,2})(?=\w)(.+?)(?<=\w)\1(?!\w)")
+
+
 def normalize(text: str) -> str:
     """Unicode-normalised text with plain quotes and dashes, markup backticks removed."""
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
     text = _PTB_RE.sub(lambda m: _PTB[m.group(0)], text)
-    # emphasis markers open before a word and close after one; an underscore inside a word is
-    # part of an identifier ("request_id" is not "requestid")
-    text = re.sub(r"(?<!\w)[*_]{1,2}(?=\w)|(?<=\w)[*_]{1,2}(?!\w)", "", text)
+    # emphasis markers come in pairs, opening before a word and closing after one; an underscore
+    # inside a word or alone before one is part of a name ("request_id" is not "requestid", and
+    # "layouts/_partials" is not "layouts/partials")
+    text = _EMPHASIS.sub(r"\2", text)
     return re.sub(r"\s+", " ", text).strip()
 
 
@@ -62,7 +66,8 @@ def is_code_case(tok: str) -> bool:
 def canonical(text: str) -> str:
     """Comparison key of a whole sentence: case, spacing and punctuation folded, except that a
     code identifier keeps its case ("requestID" is not "requestId"; prose words fold)."""
-    t = _CODE_CASE.sub(lambda m: m.group(0) if is_code_case(m.group(0)) else m.group(0).lower(), normalize(text))
+    t = without_stray_underscores(normalize(text))
+    t = _CODE_CASE.sub(lambda m: m.group(0) if is_code_case(m.group(0)) else m.group(0).lower(), t)
     t = re.sub(r"[^\w%+=<>./:@-]+", " ", t)
     t = re.sub(r"(?<=\w)[.:]+(?=\s|$)", " ", t)  # sentence-final / trailing dots and colons
     return re.sub(r"\s+", " ", t).strip()
