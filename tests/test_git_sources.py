@@ -15,7 +15,7 @@ import pytest
 
 from kb.chain import run_audit
 from kb.config import ConfigError, Settings, load_settings
-from kb.config.gitspec import GitSpecError, parse_spec
+from kb.config.gitspec import GitSpecError, parse_spec, with_kb_release
 from kb.evidence.git_source import ingest_git, load_git_sources
 from kb.evidence.sources import load_sources
 
@@ -462,3 +462,30 @@ def test_a_directory_renamed_with_a_leading_underscore_is_a_changed_fact(tmp_pat
     assert moved.label == "stale", moved
     assert "_shortcodes" in (moved.evidence_sentence or ""), moved
     assert verdicts["A shortcode is called by its file name from any content file."].label == "supported"
+
+
+def test_the_kbs_own_release_is_the_oldest_version_of_the_sources_of_its_repository(tmp_path):
+    """The KB read at v1.0.0, the sources at the two later releases only: the first of them
+    already changed the timeout, and the KB's own page is the version it changed. A page the
+    later releases deleted is not read from the KB's release."""
+    repo = make_repo(tmp_path)
+    faq = "# FAQ\n\nThe service answers every request within two seconds of its arrival.\n"
+    release(repo, "v1.0.0", "2024-01-10", {"docs/guide.md": GUIDE_V1, "docs/faq.md": faq})
+    # the FAQ page is rewritten into other pages: its facts may stand there in other words
+    release(repo, "v1.1.0", "2024-03-05", {"docs/guide.md": GUIDE_V2, "docs/faq.md": None})
+    release(repo, "v1.2.0", "2024-06-10", {"docs/guide.md": GUIDE_V2 + "\nLogs are kept for a week.\n"})
+    docs, sources = f"git:{repo}@v1.0.0:docs", f"git:{repo}@v1.1.0,v1.2.0:docs"
+    assert with_kb_release(sources, docs) == f"git:{repo}@v1.0.0,v1.1.0,v1.2.0:docs"
+    # sources that read every tag, another repository or a KB newer than them are left as they are
+    assert with_kb_release(f"git:{repo}@tags:docs", docs) == f"git:{repo}@tags:docs"
+    assert with_kb_release(f"git:{repo}@v1.0.0:docs", f"git:{repo}@v1.1.0:docs") == f"git:{repo}@v1.0.0:docs"
+    assert with_kb_release(str(tmp_path / "folder"), docs) == str(tmp_path / "folder")
+    settings = Settings(docs=docs, sources=[sources], today=date(2024, 6, 10), depth="D1", full=True).validate()
+    result = run_audit(settings, cache_dir=tmp_path / "cache")
+    verdicts = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    changed = verdicts["The default timeout is 30 seconds."]
+    assert changed.label == "stale", changed
+    assert "older version (2024-01-10)" in changed.rationale, changed
+    assert verdicts["Uploads are limited to 10 MB per file."].label == "supported"
+    # a page only the KB's release holds is no older version of anything: not a removal
+    assert verdicts["The service answers every request within two seconds of its arrival."].label == "uncertain"

@@ -25,6 +25,10 @@ RESTATED = [
     # a key chord in another notation is the same key
     ("In the files panel, press <c-t> to provision a test environment for these tools.",
      "In the files panel, press ctrl+t to set up environments for them."),
+    # a list's items in another order
+    ("For example, html, rss, and json are built-in output formats.",
+     "For example, html, json, and rss are built-in output formats."),
+    ("Supported formats are yaml, toml and json.", "Supported formats are json, toml and yaml."),
 ]  # fmt: skip
 CHANGED = [
     ("tox requires CPython 3.9 and higher.", "tox requires CPython 3.10 and higher."),
@@ -48,6 +52,10 @@ CHANGED = [
     # another statement a diff put in the old one's place: little is shared, though nothing holds a value
     ("You cannot use this syntax when the checker runs.", "These hooks are not called when you are running the checker."),
     ("This list is empty if the function was never resolved.", "This function never throws an error."),
+    # the same words in another order that is no list's: another statement, or steps swapped
+    ("The server depends on the database.", "The database depends on the server."),
+    ("Use --force, then --yes to confirm.", "Use --yes, then --force to confirm."),
+    ("Set timeout to 30 and retries to 5.", "Set timeout to 5 and retries to 30."),
 ]
 
 

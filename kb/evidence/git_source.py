@@ -521,3 +521,12 @@ def kb_commit(text: str) -> str | None:
     except (GitSpecError, pygit2.GitError, KeyError, ValueError):
         return None
     return str(revs[-1].commit.id) if revs else None
+
+
+def pages_kept_after(sources: list[SourceDoc], kb_rev: str) -> list[SourceDoc]:
+    """``sources`` read with the KB's own rev as their oldest (``with_kb_release``), less the
+    pages that only that rev holds: a page the later releases deleted (a docs tree rewritten
+    into other pages) would make each of its sentences a removal, though its facts may stand
+    in other words on the new pages; the KB's version of a page that lives on is what reads its
+    changes."""
+    return [s for s in sources if not (s.source_rev == kb_rev and s.deleted_in)]

@@ -206,10 +206,31 @@ def restated(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
     ca, cb = _content(wa), _content(wb)
     if not ca or not cb or len(ca & cb) < MIN_SHARED_CONTENT * max(len(ca), len(cb)):
         return False
+    if _reordered(text, other, wa, wb):
+        return True
     only_text, only_other, swapped = differing_words(wa, wb)
     if swapped or not (only_text or only_other):
         return False
     return _no_value_differs(wa, wb, only_text, only_other, code)
+
+
+# a list in a sentence: items joined by commas, "and" or "or" ("html, rss, and json")
+_LIST = re.compile(r"[\w.-]+(?:\s*,\s*(?:(?:and|or)\s+)?[\w.-]+|\s+(?:and|or)\s+[\w.-]+)+", re.IGNORECASE)
+
+
+def _reordered(text: str, other: str, wa: list[_Word], wb: list[_Word]) -> bool:
+    """The same words, the ones that moved all items of one list in each sentence: its items
+    reordered ("html, rss, and json" / "html, json, and rss"). Swapped ends ("A depends on B" / "B
+    depends on A") or steps ("--force, then --yes") are no list reordered."""
+    ka, kb = [w.key for w in wa], [w.key for w in wb]
+    if ka == kb or sorted(ka) != sorted(kb):
+        return False
+    moved = {w.part.lower() for w, a, b in zip(wa, ka, kb) if a != b}
+
+    def in_one_list(sentence: str) -> bool:
+        return any(moved <= {t.lower().strip(".") for t in re.findall(r"[\w.-]+", m.group())} for m in _LIST.finditer(sentence))
+
+    return in_one_list(text) and in_one_list(other)
 
 
 def same_statement(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
