@@ -475,11 +475,11 @@ def test_the_kbs_own_release_is_the_oldest_version_of_the_sources_of_its_reposit
     release(repo, "v1.1.0", "2024-03-05", {"docs/guide.md": GUIDE_V2, "docs/faq.md": None})
     release(repo, "v1.2.0", "2024-06-10", {"docs/guide.md": GUIDE_V2 + "\nLogs are kept for a week.\n"})
     docs, sources = f"git:{repo}@v1.0.0:docs", f"git:{repo}@v1.1.0,v1.2.0:docs"
-    assert with_kb_release(sources, docs) == f"git:{repo}@v1.0.0,v1.1.0,v1.2.0:docs"
+    assert with_kb_release(sources, docs) == (f"git:{repo}@v1.0.0,v1.1.0,v1.2.0:docs", "v1.0.0")
     # sources that read every tag, another repository or a KB newer than them are left as they are
-    assert with_kb_release(f"git:{repo}@tags:docs", docs) == f"git:{repo}@tags:docs"
-    assert with_kb_release(f"git:{repo}@v1.0.0:docs", f"git:{repo}@v1.1.0:docs") == f"git:{repo}@v1.0.0:docs"
-    assert with_kb_release(str(tmp_path / "folder"), docs) == str(tmp_path / "folder")
+    assert with_kb_release(f"git:{repo}@tags:docs", docs) == (f"git:{repo}@tags:docs", None)
+    assert with_kb_release(f"git:{repo}@v1.0.0:docs", f"git:{repo}@v1.1.0:docs") == (f"git:{repo}@v1.0.0:docs", None)
+    assert with_kb_release(str(tmp_path / "folder"), docs) == (str(tmp_path / "folder"), None)
     settings = Settings(docs=docs, sources=[sources], today=date(2024, 6, 10), depth="D1", full=True).validate()
     result = run_audit(settings, cache_dir=tmp_path / "cache")
     verdicts = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}

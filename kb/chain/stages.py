@@ -12,7 +12,7 @@ from kb import progress
 from kb.chain.identity import corpus_fingerprint, retrieval_identity, retriever_version, splitter_version, top_k_for, verdict_key
 from kb.claims.split import split_claims
 from kb.config import ClaimSettings, Settings
-from kb.config.gitspec import parse_spec, with_kb_release
+from kb.config.gitspec import with_kb_release
 from kb.correct.draft import DraftEdit, draft_edits
 from kb.escalate.route import escalate
 from kb.evidence.embed import Embedder, first_stage_for
@@ -127,10 +127,10 @@ def sources_stage(settings: Settings) -> tuple[list[SourceDoc], list[IngestError
     sources: list[SourceDoc] = []
     errors: list[IngestError] = []
     for root in settings.sources_roots:
-        widened = with_kb_release(root, str(settings.docs)) if isinstance(root, str) else root
+        widened, kb_rev = with_kb_release(root, str(settings.docs)) if isinstance(root, str) else (root, None)
         found, bad = load_sources(widened, today=settings.run_date)
-        if widened != root:
-            found = pages_kept_after(found, (parse_spec(str(settings.docs)).revs or ("",))[0])
+        if kb_rev is not None:
+            found = pages_kept_after(found, kb_rev)
         sources.extend(found)
         errors.extend(bad)
     logger.info("loaded %d source versions (%d errors)", len(sources), len(errors))

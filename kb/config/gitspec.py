@@ -90,25 +90,28 @@ def check(text: str) -> GitSpec:
     return spec
 
 
-def with_kb_release(source: str, docs: str) -> str:
+def with_kb_release(source: str, docs: str) -> tuple[str, str | None]:
     """The git source ``source`` with the KB's own rev read as its oldest version, when the KB
     (``docs``) is read from the same repository at one rev that the source's explicit revs leave
     out and that is no newer than the first of them: the KB's pages are then the oldest versions
     of the source's pages, so a sentence the first later release already changed or dropped is
-    read as changed, not as a sentence no source ever held. Any other source comes back as it is."""
+    read as changed, not as a sentence no source ever held.
+
+    Returns the source and the rev it gained (None: any other source comes back as it is)."""
+    unchanged = (source, None)
     if not (is_git_spec(source) and is_git_spec(docs)):
-        return source
+        return unchanged
     try:
         src, kb = parse_spec(source), parse_spec(docs)
         if src.revs is None or "tags" in src.revs or kb.revs is None or len(kb.revs) != 1:
-            return source  # every tag is read already (the KB's among them), or no single KB rev
+            return unchanged  # every tag is read already (the KB's among them), or no single KB rev
         repo = open_repository(src.repo)
         if pygit2.discover_repository(kb.repo) != pygit2.discover_repository(src.repo):
-            return source
+            return unchanged
         kb_commit = repo.revparse_single(kb.revs[0]).peel(pygit2.Commit)
         firsts = [repo.revparse_single(r).peel(pygit2.Commit) for r in src.revs]
     except (GitSpecError, pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
-        return source  # the source's own loading reports what is wrong with it
+        return unchanged  # the source's own loading reports what is wrong with it
     if any(c.id == kb_commit.id for c in firsts) or kb_commit.committer.time > firsts[0].committer.time:
-        return source
-    return str(GitSpec(repo=src.repo, revs=(kb.revs[0], *src.revs), path=src.path))
+        return unchanged
+    return str(GitSpec(repo=src.repo, revs=(kb.revs[0], *src.revs), path=src.path)), kb.revs[0]

@@ -76,24 +76,22 @@ def inline_markdown(out: TextBuilder, s: str, base: int) -> None:
                 cs = 1 if content.startswith(" ") and content.endswith(" ") and content.strip() else 0
                 out.add(content[cs : len(content) - cs], base + k + cs)
                 i = close + len(ticks)
-        elif c in "*_":
+        elif c in "*_~":
             k = j
             while k < n and s[k] == c:
                 k += 1
-            if emphasis is None:
-                emphasis = _emphasis_runs(s)
-            if j not in emphasis:
+            if c == "~":
+                before = s[j - 1] if j > 0 else " "
+                after = s[k] if k < n else " "
+                # "~5 minutes"; a run of tildes is strikethrough
+                is_text = k - j == 1 or (before.isspace() and after.isspace())
+            else:
+                if emphasis is None:
+                    emphasis = _emphasis_runs(s)
                 # no partner: text (snake_case, "layouts/_partials", "*args", "2 * 3")
+                is_text = j not in emphasis
+            if is_text:
                 out.add(s[j:k], base + j)
-            i = k
-        elif c == "~":
-            k = j
-            while k < n and s[k] == c:
-                k += 1
-            before = s[j - 1] if j > 0 else " "
-            after = s[k] if k < n else " "
-            if k - j == 1 or (before.isspace() and after.isspace()):
-                out.add(s[j:k], base + j)  # "~5 minutes"; a run of tildes is strikethrough
             i = k
         elif c == "!" and j + 1 < n and s[j + 1] == "[":
             if brackets is None:
