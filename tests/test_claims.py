@@ -10,7 +10,7 @@ import pytest
 from bench.claims import evaluate, load_expected, predict, throughput
 from kb.claims.split import ClaimSettings, split_claims
 from kb.claims.text import sentence_spans
-from kb.claims.units import LEAD_IN_ATTACHED
+from kb.claims.units import BLOCK_LEAD_IN, LEAD_IN_ATTACHED
 from kb.ingest.parse import parse_document
 
 FIXTURE = Path(__file__).parent / "fixtures" / "claims"
@@ -446,3 +446,35 @@ def test_a_cell_that_repeats_its_rows_key_is_not_a_fact():
     cells = {c.text: c for c in claims if c.start > 0 and not c.text.startswith(("Emojis", "Faces"))}
     assert cells["top: top"].checkworthy is False and cells["top: top"].reason == "cell repeats its row's key"
     assert cells["top: shortcode is :smile:"].checkworthy and cells["top: ico is :smile:"].checkworthy
+
+
+CODE_LEAD_INS = ClaimSettings(code_lead_ins=True)
+
+
+def test_a_lead_in_before_a_code_block_is_checked_when_it_names_what_it_states():
+    # the lead-in of a list is read with each item; before a code block a lead-in stands alone:
+    # "pip search" and "3.10" are facts a release can change, "Run the following" states nothing
+    def first(text, settings=CODE_LEAD_INS):
+        claim = next(c for c in claims_of(f"# Search\n\n{text}", settings=settings)[1] if c.source_text.endswith(":"))
+        return claim.checkworthy, claim.reason
+
+    code = "\n\n```\npip search peppercorn\n```\n"
+    # off by default: such lead-ins find changed facts at a precision well below the other findings'
+    assert first("Check that your installed Python version is at least 3.10:" + code, ClaimSettings()) == (
+        False,
+        "lead-in (attached to the items that follow)",
+    )
+    assert first("pip can search PyPI for packages using the `pip search` command:" + code) == (True, BLOCK_LEAD_IN)
+    assert first("Check that your installed Python version is at least 3.10:" + code) == (True, BLOCK_LEAD_IN)
+    # a clause of a sentence that states two facts is a lead-in all the same
+    assert first("KIND has support for IPv4 and IPv6, you can switch from the default of IPv4 by setting:" + code) == (
+        True,
+        BLOCK_LEAD_IN,
+    )
+    assert first("Run the following:" + code) == (False, "lead-in (attached to the items that follow)")
+    listed = "Pass `--strict` or one of these:\n\n- `--fast`\n- `--slow`\n"
+    assert first(listed) == (False, "lead-in (attached to the items that follow)")
+    assert [c.text for c in claims_of(listed, settings=CODE_LEAD_INS)[1] if c.checkworthy] == [
+        "Pass --strict or one of these: --fast",
+        "Pass --strict or one of these: --slow",
+    ]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kb.chain import run_audit
-from kb.config import ConfigError, Settings, load_settings
+from kb.config import ClaimSettings, ConfigError, Settings, load_settings
 from kb.config.gitspec import GitSpecError, parse_spec, with_kb_release
 from kb.evidence.git_source import ingest_git, load_git_sources
 from kb.evidence.sources import load_sources
@@ -489,3 +489,25 @@ def test_the_kbs_own_release_is_the_oldest_version_of_the_sources_of_its_reposit
     assert verdicts["Uploads are limited to 10 MB per file."].label == "supported"
     # a page only the KB's release holds is no older version of anything: not a removal
     assert verdicts["The service answers every request within two seconds of its arrival."].label == "uncertain"
+
+
+def test_a_lead_in_before_a_code_block_is_stale_only_when_a_value_of_its_own_changed(tmp_path):
+    """A lead-in that names a value is a claim: the Python floor it states moved from 3.10 to
+    3.12. One whose install step was rewritten away says nothing of a changed fact: the tap may
+    stand elsewhere in other words."""
+    code = "\n\n```\npython3 -V\n```\n\n"
+    older = {"docs/install.md": "# Install\n\nCheck that your installed Python version is at least 3.10:" + code
+             + "On macOS, install the tool from our tap with `brew install acme/tap/acme`:" + code}  # fmt: skip
+    newer = {"docs/install.md": "# Install\n\nCheck that your installed Python version is at least 3.12:" + code
+             + "Packages for every platform are listed on the releases page." + code}  # fmt: skip
+    clone = two_releases(tmp_path, older, newer)
+    settings = Settings(docs=f"git:{clone}@v1.0.0:docs", sources=[f"git:{clone}@v1.0.0,v1.1.0:docs"], today=date(2024, 6, 10),
+                        depth="D1", full=True, claims=ClaimSettings(code_lead_ins=True)).validate()  # fmt: skip
+    result = run_audit(settings, cache_dir=tmp_path / "cache")
+    claims = {c.source_text: c for c in result.claims}
+    verdicts = {v.claim_id: v for v in result.verdicts}
+    floor = claims["Check that your installed Python version is at least 3.10:"]
+    assert floor.checkworthy and verdicts[floor.claim_id].label == "stale", verdicts[floor.claim_id]
+    tap = claims["On macOS, install the tool from our tap with brew install acme/tap/acme:"]
+    assert tap.checkworthy and verdicts[tap.claim_id].label == "uncertain", verdicts[tap.claim_id]
+    assert "a lead-in of the block that follows" in verdicts[tap.claim_id].rationale

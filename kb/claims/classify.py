@@ -268,8 +268,18 @@ def classify(text: str, is_policy: bool = False) -> tuple[str, bool, str, tuple[
     return ctype, time_sensitive, risk, tuple(hints)
 
 
-def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings, raw: str = "") -> tuple[bool, str]:
-    """(check-worthy, why not). ``raw`` is the unit as written in the document (markup kept)."""
+def _states_a_value(text: str, raw: str) -> bool:
+    """Whether a unit names something a release can change: a number or version, a flag, a name
+    written as code (camelCase, snake_case, a code span) or a quoted name."""
+    return _CHECKABLE_VALUE.search(_ADDRESS.sub(" ", text)) is not None or _CODE_SPAN.search(raw) is not None
+
+
+def _checkworthy(
+    text: str, block: Block, unit: _Unit, settings: ClaimSettings, raw: str = "", leads_items: bool = True
+) -> tuple[bool, str]:
+    """(check-worthy, why not). ``raw`` is the unit as written in the document (markup kept);
+    ``leads_items``: a unit ending in a colon is the lead-in of the list or table that follows
+    (each of its items is read with it), not of a code block or of nothing."""
     stripped = text.strip()
     if block.kind == "command":
         return True, ""  # a shell step: its program, subcommand, flags and URLs are the facts
@@ -282,7 +292,14 @@ def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings, 
         return False, "empty"
     if _QUESTION.search(stripped):
         return False, "question"
-    if stripped.endswith(":") and unit.kind not in ("item", "cell"):
+    if (
+        stripped.endswith(":")
+        and unit.kind not in ("item", "cell")
+        and (leads_items or not settings.code_lead_ins or not _states_a_value(stripped[:-1], raw))
+    ):
+        # a list's lead-in is checked with each item it is attached to; before a code block, "Run
+        # the following:" states nothing of its own, while "pip can search PyPI using the pip
+        # search command:" or "check that Python is at least 3.10:" names what it says
         return False, "lead-in (attached to the items that follow)"
     if _GREETING.match(stripped):
         return False, "greeting"
@@ -301,7 +318,7 @@ def _checkworthy(text: str, block: Block, unit: _Unit, settings: ClaimSettings, 
     instruction = ((not unit.has_context or steps) and (first in IMPERATIVE_VERBS or first in ("don't", "never", "always"))
                    and not (first in ("use", "set", "keep", "add") and re.match(r"^\w+s\b", body)))  # fmt: skip
     instruction = instruction or re.match(r"^(?:you (?:should|can|must|may|need to)|please|let's|let us)\b", body, re.I)
-    if instruction and not _CHECKABLE_VALUE.search(_ADDRESS.sub(" ", body)) and not _CODE_SPAN.search(raw):
+    if instruction and not _states_a_value(body, raw):
         return False, "instruction"
     if _OPINION.search(stripped.lower()):
         return False, "opinion"

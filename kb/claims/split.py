@@ -23,7 +23,7 @@ import re
 from kb.claims.classify import _ANSWER_PREFIX, _NOTE_PREFIX, _NOTE_THAT, _POLICY_DOC, _checkworthy, classify
 from kb.claims.rewrite import _named_subject, _resolve, _subject_of
 from kb.claims.text import sentence_spans
-from kb.claims.units import _block_units, _Unit
+from kb.claims.units import BLOCK_LEAD_IN, LEAD_IN_ATTACHED, _block_units, _Unit
 from kb.config import ClaimSettings
 from kb.errors import ClaimLimitError
 from kb.ingest.offsets import OffsetMap
@@ -182,6 +182,7 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
     antecedent = ""
     last_section = None
     resolved: dict[str, str] = {}  # lead-in sentence as written -> as rewritten
+    list_leads = {b.lead_in.strip() for b in doc.blocks if b.lead_in}
     claims: list[Claim] = []
     prev_block: Block | None = None
     for block in doc.blocks:
@@ -227,7 +228,10 @@ def split_claims(doc: Document, settings: ClaimSettings | None = None) -> list[C
             if len(text) > _MAX_CLAIM_CHARS:
                 checkworthy, reason = False, f"too long to be one claim ({len(text)} characters)"
             else:
-                checkworthy, reason = _checkworthy(text, block, unit, settings, doc.text[start:end])
+                checkworthy, reason = _checkworthy(text, block, unit, settings, doc.text[start:end], src_text.strip() in list_leads)
+                lead_of_block = block.kind != "command" and unit.kind not in ("item", "cell") and src_text.rstrip().endswith(":")
+                if checkworthy and lead_of_block and note not in (LEAD_IN_ATTACHED, SETTING_NOTE):
+                    note = BLOCK_LEAD_IN
             if block.kind == "heading" and not checkworthy:
                 ctype, ts, risk, hints = "factual", False, "low", ()
             else:

@@ -14,6 +14,12 @@ from kb.records import Block
 
 # the note (Claim.reason) of a list item read with its lead-in ("lead-in: item")
 LEAD_IN_ATTACHED = "lead-in attached"
+# the note (Claim.reason) of a clause of a sentence that states two facts ("X has A, you can B")
+COORDINATED_SPLIT = "coordinated fact split"
+# the note (Claim.reason) of a lead-in that ends in a colon before a code block (or nothing) and
+# names a value of its own ("check that Python is at least 3.10:"): checked as a claim, though
+# what it introduced may stand elsewhere in other words when it is gone
+BLOCK_LEAD_IN = "lead-in of the block that follows"
 # the note (Claim.reason) of a table cell read with its row's key and its column's header; the
 # note goes on with the cell's place in the row ("..., column 4 of 6")
 TABLE_NOTE = "table row with headers"
@@ -270,7 +276,7 @@ def _units_for_sentence(text: str, s: int, e: int, settings: ClaimSettings) -> l
             if coord:
                 for cs, ce, ct in coord:
                     ct = ct.rstrip(" ,;")
-                    units.append(_Unit(cs, ce, ct, "coordinated fact split", "clause"))
+                    units.append(_Unit(cs, ce, ct, COORDINATED_SPLIT, "clause"))
                 continue
         if len(piece) > MAX_CLAIM_CHARS:
             for ca, cb in _chunks(piece):

@@ -32,13 +32,14 @@ from rapidfuzz import fuzz
 
 from kb.claims.split import MAX_KEYED_SETTING_WORDS, SETTING_NOTE, keyed_setting_line
 from kb.claims.text import passage_sentences, sentence_spans
-from kb.claims.units import COMMAND_NOTE, LEAD_IN_ATTACHED, TABLE_NOTE
+from kb.claims.units import BLOCK_LEAD_IN, COMMAND_NOTE, LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.changelog import is_changelog, release_heading
 from kb.evidence.passages import sentence_key
 from kb.evidence.versions import STILL_STATED, parse_renames, states_as_written, states_its_sentence, written_key
 from kb.ingest.commands import elided, generic_step
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import added_beside
+from kb.verify.calibration import finding_kind
 from kb.verify.rewording import code_words, restates, same_statement
 from kb.verify.slots import canonical, extract, informative_words, similarity, word_tokens
 from kb.verify.tokens import content_set
@@ -289,6 +290,12 @@ def _settled_in_row(claim: Claim, base: dict, current: list[Evidence], row_judge
     return _supported(base, e, j)
 
 
+# What a lead-in's finding may rest on: a value or a word its newest counterpart states otherwise.
+# Its sentence gone, rewritten past recognition or read as refuted by the model alone says little:
+# the block it introduced (an install step, an example) moves and is reworded with its page.
+_LEAD_IN_BASES = ("removed", "rewritten", "model", "dropped")
+
+
 def decide(
     claim: Claim,
     evidence: list[Evidence],
@@ -303,6 +310,32 @@ def decide(
     ``known_current``: per source, the last date its newest version was known to be current
     (a snapshot's capture date, the newest revision that still holds it). A source missing
     there was read by this run and nothing newer exists: it is current on ``today``."""
+    verdict = _decide(claim, evidence, judgements, today, freshness_days, thresholds, known_current)
+    if claim.reason != BLOCK_LEAD_IN or verdict.label not in ("stale", "contradicted"):
+        return verdict
+    basis = finding_kind(verdict.label, verdict.rationale).split("/", 1)[1]
+    if basis not in _LEAD_IN_BASES:
+        return verdict
+    base = {"claim_id": claim.claim_id, "evidence_ids": verdict.evidence_ids}
+    return _uncertain(
+        claim,
+        base,
+        f"a lead-in of the block that follows, and no value of its own changed ({verdict.rationale})",
+        verdict.confidence,
+        kind="revised",
+        tier=verdict.tier,
+    )
+
+
+def _decide(
+    claim: Claim,
+    evidence: list[Evidence],
+    judgements: list[Judgement],
+    today: date,
+    freshness_days: int | None,
+    thresholds: dict[str, float] | None,
+    known_current: dict[str, date] | None,
+) -> Verdict:
     # One function on purpose: the labelling policy is an ordered list of cases, and the order is the policy.
     th = dict(DEFAULT_THRESHOLDS)
     if thresholds:
