@@ -140,3 +140,24 @@ def test_a_cell_of_a_table_moved_to_another_page_still_stands(tmp_path):
     assert two.label == "supported", two
     changed = cells["The directory in which this task should run. Defaults to the current working directory."]
     assert changed.label != "supported", changed
+
+
+def test_a_cell_respelt_still_holds_its_value_and_a_word_added_is_a_change(tmp_path):
+    options = """# CLI
+
+| Short | Flag | Type | Default | Description |
+| --- | --- | --- | --- | --- |
+| `-o` | `--output` | `string` | Default set in the Taskfile or intervealed | Sets output style. |
+| `-t` | `--transform` | `hook` | `(code: string, id: string) => TransformResult` | Transforms one module. |
+| `-c` | `--color` | `bool` | `true` | Colored output. Enabled by default. |
+"""
+    newer = (
+        options.replace("intervealed", "interleaved")
+        .replace("id: string) =>", "id: string, meta: object) =>")
+        .replace("`true` | Colored", "`false` | Colored")
+    )
+    verdicts = _audit(tmp_path, options, newer)
+    assert verdicts["Short -o: Default is Default set in the Taskfile or intervealed"].label == "supported"
+    # a parameter added to a signature, or another value in the cell's place: a change
+    assert verdicts["Short -t: Default is (code: string, id: string) => TransformResult"].label == "contradicted"
+    assert verdicts["Short -c: Default is true"].label == "contradicted"
