@@ -290,10 +290,11 @@ def _settled_in_row(claim: Claim, base: dict, current: list[Evidence], row_judge
     return _supported(base, e, j)
 
 
-# What a lead-in's finding may rest on: a value or a word its newest counterpart states otherwise.
-# Its sentence gone, rewritten past recognition or read as refuted by the model alone says little:
-# the block it introduced (an install step, an example) moves and is reworded with its page.
-_LEAD_IN_BASES = ("removed", "rewritten", "model", "dropped")
+# A lead-in's finding rests on a value or a word its newest counterpart states otherwise; these
+# bases do not carry one: its sentence gone, rewritten past recognition or read as refuted by the
+# model alone says little, as the block it introduced (an install step, an example) moves and is
+# reworded with its page.
+_BASES_NO_LEAD_IN_FINDING_RESTS_ON = ("removed", "rewritten", "model", "dropped")
 
 
 def decide(
@@ -314,7 +315,7 @@ def decide(
     if claim.reason != BLOCK_LEAD_IN or verdict.label not in ("stale", "contradicted"):
         return verdict
     basis = finding_kind(verdict.label, verdict.rationale).split("/", 1)[1]
-    if basis not in _LEAD_IN_BASES:
+    if basis not in _BASES_NO_LEAD_IN_FINDING_RESTS_ON:
         return verdict
     base = {"claim_id": claim.claim_id, "evidence_ids": verdict.evidence_ids}
     return _uncertain(
