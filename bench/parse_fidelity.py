@@ -26,7 +26,8 @@ reference renderer that shares no code with the parser (docs/formats.md, "Parser
   (literal, doctest and math blocks), comments, raw blocks, tables, field lists, option strings,
   substitution definitions, error messages and the tables of contents docutils generates.
 - HTML: the visible text, less ``script``, ``style``, ``pre`` and the like and template actions
-  (``{{ ... }}``, ``{% ... %}``) (html.parser).
+  (``{{ ... }}``, ``{% ... %}``) but for a translation call's string (``{{ _('Home') }}``)
+  (html.parser).
 - plain text: every word.
 
 Prose characters are the letters and digits of the reference's prose words (``\\w+``, case
@@ -214,8 +215,10 @@ def _markdown_source(text: str) -> str:
     return "\n".join(out)
 
 
-# a page that still holds template actions is a template: they are its code
+# a page that still holds template actions is a template: they are its code, but for the text a
+# translation call says (a Sphinx theme's "{{ _('Useful Links') }}")
 _TEMPLATE_ACTION = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
+_TRANSLATION = re.compile(r"""\{\{-?\s*(?:_|gettext)\(\s*(["'])(.*?)\1\s*\)\s*-?\}\}""", re.S)
 
 
 class _VisibleText(html.parser.HTMLParser):
@@ -240,7 +243,8 @@ class _VisibleText(html.parser.HTMLParser):
 
     def handle_data(self, data):
         if not self.hidden:
-            self.parts.append(_TEMPLATE_ACTION.sub(" ", data))
+            said = _TRANSLATION.sub(lambda m: f" {m.group(2)} ", data)
+            self.parts.append(_TEMPLATE_ACTION.sub(" ", said))
 
 
 def html_prose(text: str) -> str:

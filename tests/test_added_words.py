@@ -209,3 +209,46 @@ def test_a_letter_held_down_is_a_typo_not_another_word():
     assert judged is not None and judged.relation == "supports", judged
     judged = judge_rules("No API for getting wheel files on PyPI.", "No API for getting source files on PyPI.")
     assert judged is None or judged.relation != "supports", judged
+
+
+SCRIPTS_V1 = """# Custom scripts
+
+Custom scripts have unrestricted access to change anything in the databse and are inherently unsafe and should only be installed and run from trusted sources.
+
+A script times out after 300 seconds of running.
+"""
+SCRIPTS_V2 = """# Custom scripts
+
+Custom scripts have unrestricted access to change anything in the database and are inherently unsafe and should only be installed and run from trusted sources.
+
+A script times out after 600 seconds of running.
+"""
+
+
+def test_a_typo_fixed_in_the_sentence_a_clause_was_cut_from_still_states_the_clause(tmp_path):
+    """ "databse" -> "database" in a sentence the splitter cut in clauses: the claim's words stand
+    in the newest sentence once its typo fix is read as the same word, so nothing drifted; the
+    value changed on the same page still is drift."""
+    clone = two_releases(tmp_path, {"docs/scripts.md": SCRIPTS_V1}, {"docs/scripts.md": SCRIPTS_V2})
+    settings = Settings(docs=f"git:{clone}@v1.0.0:docs", sources=[f"git:{clone}@v1.0.0,v1.1.0:docs"],
+                        today=date(2024, 6, 10), full=True).validate()  # fmt: skip
+    result = run_audit(settings, cache_dir=tmp_path / "cache")
+    verdicts = {c.text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    access = next(v for text, v in verdicts.items() if "databse" in text)
+    assert access.label == "supported", access
+    timeout = next(v for text, v in verdicts.items() if "300 seconds" in text)
+    assert timeout.label == "stale", timeout
+    # the rules alone: the typo fix is the claim's word, a word replaced by another is not
+    claim = "Custom scripts have unrestricted access to change anything in the databse"
+    judged = judge_rules(claim, SCRIPTS_V2.splitlines()[2])
+    assert judged is not None and judged.relation == "supports" and "databse -> database" in judged.rationale, judged
+    judged = judge_rules(claim, SCRIPTS_V2.splitlines()[2].replace("database", "datastore"))
+    assert judged is None or judged.relation != "supports", judged
+    judged = judge_rules(
+        "The project was founded by Jonathan Hale in 2019.", "The project was founded by Johnathan Hale in 2019 and later moved."
+    )
+    assert judged is None or judged.relation != "supports", judged
+    judged = judge_rules(
+        "Scripts can change anything in the databse only.", "Scripts can change anything in the database only, or in its cache."
+    )
+    assert judged is None or judged.relation != "supports", judged

@@ -214,6 +214,24 @@ def test_template_actions_in_an_html_page_are_not_prose():
     ]
 
 
+def test_a_translation_call_in_a_template_renders_as_its_string():
+    """A Sphinx theme's template says its text through gettext: ``{{ _('...') }}`` is that text,
+    while any other action is still code."""
+    page = """<h3>{{ _('Useful Links') }}</h3>
+<ul>
+  <li><a href="{{ pathto('community/recommended') }}">{{ _('Recommended Packages and Extensions') }}</a></li>
+  <li><a href="https://pypi.org/project/requests/">{{ gettext("Requests @ PyPI") }}</a></li>
+</ul>
+<p>{{- _("Requests is an elegant HTTP library.") -}} {{ version }}</p>
+"""
+    assert _blocks(page, "sidebar.html")[1] == [
+        ("heading", "Useful Links"),
+        ("list_item", "Recommended Packages and Extensions"),
+        ("list_item", "Requests @ PyPI"),
+        ("paragraph", "Requests is an elegant HTTP library."),
+    ]
+
+
 # ---------------------------------------------------------------------------------------------
 # claims
 

@@ -78,6 +78,10 @@ _MAX_TAG = 4096  # a start tag longer than this (attributes included) is read as
 _RAW_TEXT = {"script", "style", "title", "textarea", "xmp", "iframe", "noembed", "noframes", "plaintext"}
 _RAW_CLOSE: dict[str, re.Pattern] = {t: re.compile(rf"</{t}\s*>", re.I) for t in _RAW_TEXT}
 _TEMPLATE_ACTION = re.compile(r"\{\{.{0,2000}?\}\}|\{%.{0,2000}?%\}", re.S)
+# A Jinja translation call, ``{{ _('Useful Links') }}``, ``{{ gettext("Home") }}``, renders as its
+# string: a Sphinx theme's templates hold their text that way, and read as code every word of
+# them was lost (a link moved to another template then read as removed)
+_TRANSLATED = re.compile(r"""\{\{-?[ \t]*(?:_|gettext)\([ \t]*(?:"([^"\\\n]{0,2000})"|'([^'\\\n]{0,2000})')[ \t]*\)[ \t]*-?\}\}""")
 # MDX: a JSX expression holding one string literal, ``{"[{ type: 'Post' }]"}``, ``{' '}``, renders
 # as the string: the braces and quotes are JavaScript, the string is the page's text
 _JSX_STRING = re.compile(r"""\{[ \t]*(?:"([^"\\\n]{0,2000})"|'([^'\\\n]{0,2000})')[ \t]*\}""")
@@ -314,6 +318,10 @@ def _html_data(p: _HTMLBlocks, text: str, a: int, b: int) -> None:
     for m in _TEMPLATE_ACTION.finditer(text, a, b):
         if m.start() > pos:
             _jsx_text(p, text, pos, m.start())
+        said = _TRANSLATED.fullmatch(m.group(0))
+        if said is not None:
+            g = 1 if said.group(1) is not None else 2
+            _html_text(p, text, m.start() + said.start(g), m.start() + said.end(g))
         pos = m.end()
     if pos < b:
         _jsx_text(p, text, pos, b)

@@ -57,6 +57,7 @@ from kb.verify.slots import (
 
 # Calibrated-ish confidence per decision kind: precision of that decision on the training
 # parts of VitaminC / FEVER-Lite and on docsdrift (see docs/labelling.md).
+MAX_RESPELT = 2  # words of the claim a sentence may respell and still state it word for word
 CONFIDENCE = {
     "exact": 0.99,
     "contained": 0.97,
@@ -169,6 +170,9 @@ def _judge(claim_text: str, sentence: str) -> Judgement | None:
     added = added_beside(claim_text, sentence)
     if added is not None:
         return Judgement("supports", ADDED_CONFIDENCE, "rules", f"{ADDED_NOTE}: {added!r}")
+    contained = _contained_respelt(claim_text, c_can, sentence, e_can)
+    if contained is not None:
+        return contained
     bound = _bounds_paired(claim_text, sentence)
     if bound is not None:
         return bound
@@ -188,6 +192,36 @@ def _judge(claim_text: str, sentence: str) -> Judgement | None:
             rationale = rationale.replace(f"vs evidence {j.evidence_value}", f"vs evidence {ev}", 1)
         j = Judgement(j.relation, j.confidence, j.tier, rationale, cv, ev)
     return j
+
+
+def _contained_respelt(claim_text: str, c_can: str, sentence: str, e_can: str) -> Judgement | None:
+    """The claim's words stand word for word inside the sentence once the sentence's typo fixes
+    are spelt as the claim spells them ("... anything in the databse" inside "... anything in the
+    database and are inherently unsafe ..."): a typo fixed (or made) states the same words. The
+    sentence's own continuation is then read as for a claim found verbatim (an added
+    alternative or condition is no support)."""
+    c_words, e_words = c_can.split(), e_can.split()
+    missing = set(c_words) - set(e_words)
+    if len(c_words) < 4 or not missing or len(missing) > MAX_RESPELT:
+        return None
+    fixes = {w: c for w in set(e_words) - set(c_words) for c in missing if typo_fixed(c, w)}
+    if not fixes or set(fixes.values()) != missing:
+        return None
+    # the key folds case: a word the claim writes with a capital is a name ("Smyth" is not "Smith")
+    if any(re.search(rf"(?<!\w){re.escape(c)}(?!\w)", claim_text) is None for c in missing):
+        return None
+    if f" {c_can} " not in f" {' '.join(fixes.get(w, w) for w in e_words)} ":
+        return None
+    pattern = re.compile(r"(?<!\w)(" + "|".join(map(re.escape, sorted(fixes, key=len, reverse=True))) + r")(?!\w)", re.IGNORECASE)
+    as_claimed = pattern.sub(lambda m: fixes.get(m.group(0).lower(), m.group(0)), sentence)
+    if _continues(claim_text, as_claimed):
+        return None
+    fixed = "; ".join(f"{c} -> {w}" for w, c in sorted(fixes.items(), key=lambda kv: kv[1]))
+    ext = _extension(claim_text, as_claimed)
+    if ext:
+        return Judgement("refutes", CONFIDENCE["extended"], "rules",
+                         f"extended: the evidence goes on {ext!r} after the claim's words (respelt: {fixed})")  # fmt: skip
+    return Judgement("supports", CONFIDENCE["contained"], "rules", f"claim appears verbatim in the evidence, respelt ({fixed})")
 
 
 def _bounds_paired(claim_text: str, sentence: str) -> Judgement | None:
