@@ -40,6 +40,11 @@ CHANGED = [
     ("Widgets can be loaded from the plugins folder.", "Widgets can be loaded from the extensions folder."),
     ("Settings are inherited by individual environments.", "Settings are inherited by all environments."),
     ("Pass the escaped pem in the X-Forwarded-Tls-Client-Cert header.", "Pass the pem in the X-Forwarded-Tls-Client-Cert header."),
+    # one of two ways joined by "and" dropped, nothing put in its place
+    (
+        "This limit can be set per spider using the download_maxsize spider attribute and per request using the download_maxsize Request.meta key.",
+        "This limit can be set per-request using the download_maxsize Request.meta key.",
+    ),
     # another key bound to the action, however plain its words
     (
         "You can undo the last action by pressing 'z' and redo with ctrl+z.",
@@ -115,3 +120,27 @@ def test_a_reworded_sentence_is_supported_and_changed_facts_stay_stale(history, 
     assert timeout.label == "stale", timeout
     folder = verdicts["Widgets and add-ons can be loaded from the plugins folder of the project."]
     assert folder.label == "stale", folder
+
+
+LIMITS_V1 = """# Settings
+
+## Download size
+
+This limit can be set per spider using the download_maxsize spider attribute and per request using the download_maxsize Request.meta key.
+
+The default download size limit is 1024 MB for every response.
+"""
+
+
+def test_an_item_dropped_from_a_sentence_is_drift(tmp_path):
+    """The newest release keeps one of two ways a sentence joined with "and" and drops the other:
+    the claim that still names both is stale, with the revision as its evidence; the unchanged
+    sentence beside it stands."""
+    newer = LIMITS_V1.replace("set per spider using the download_maxsize spider attribute and per request using", "set per-request using")
+    clone = two_releases(tmp_path, {"docs/settings.md": LIMITS_V1}, {"docs/settings.md": newer})
+    result = audit_releases(clone, tmp_path / "cache")
+    verdicts = {c.text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    both = next(v for text, v in verdicts.items() if "per spider" in text)
+    assert both.label == "stale" and "per-request" in (both.evidence_sentence or ""), both
+    default = next(v for text, v in verdicts.items() if "1024 MB" in text)
+    assert default.label == "supported", default

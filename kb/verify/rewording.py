@@ -55,6 +55,7 @@ SHADING_WORDS = frozenset(
     synchronous asynchronous sync async blocking may should recommended discouraged""".split()
 )
 NEGATING = NEGATIONS | {"non"}
+_JOINING = frozenset({"and", "or"})
 FILLER_WORDS = frozenset("ones one just simply really actually basically currently now still also easily".split())
 MAX_MODIFIER_WORDS = 2
 # A restatement keeps most of what it is about: at least this share of each side's content words
@@ -209,9 +210,17 @@ def restated(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
     if _reordered(text, other, wa, wb):
         return True
     only_text, only_other, swapped = differing_words(wa, wb)
-    if swapped or not (only_text or only_other):
+    if swapped or not (only_text or only_other) or _item_dropped(only_text, only_other):
         return False
     return _no_value_differs(wa, wb, only_text, only_other, code)
+
+
+def _item_dropped(only_text: list[_Word], only_other: list[_Word]) -> bool:
+    """``other`` drops one of the things ``text`` joins with "and" or "or" and puts nothing in its
+    place ("set per spider using X and per request using Y" / "set per request using Y";
+    "Gevent or Eventlet" / "Gevent"): an item of what it states is gone, which no rewording does."""
+    joined = any(w.part.lower() in _JOINING for w in only_text)
+    return joined and bool(_content(only_text)) and not _content(only_other)
 
 
 # a list in a sentence: items joined by commas, "and" or "or" ("html, rss, and json")
