@@ -416,3 +416,27 @@ def test_a_short_fragment_anchors_only_where_no_other_heading_repeats_it(tmp_pat
     assert "disables HTTP/2" in found[0].sentence, [e.sentence for e in found]
     retriever.search([cut("repeated", "disableHTTP2: Optional, Default=false", "Optional, Default=false")], k=3)
     assert retriever.anchored_claims == 1 and minilm.texts_embedded > 0
+
+
+def test_the_sentence_an_anchored_claim_repeats_is_its_evidence_however_its_passage_ranks(tmp_path):
+    """Short release notes that share a claim's words outrank the long page whose sentence the
+    claim repeats; the anchor found that sentence, so it is evidence (with its removal or its
+    newest counterpart to read) wherever its passage ranked."""
+    from kb.records import Claim
+
+    root = tmp_path / "sources"
+    root.mkdir()
+    filler = " ".join(f"Setting number {n} controls the download handler of one scheme and its timeout." for n in range(12))
+    pages = {
+        "settings.md": f"{filler} HTTP/2 support in Acme is experimental, and not yet recommended for production environments. {filler}"
+    }
+    pages |= {f"news-{n}.md": f"Release {n}: experimental HTTP/2 support in Acme." for n in range(4)}
+    for name, body in pages.items():
+        (root / name).write_text(f"---\ntitle: {name[:-3]}\nupdated: 2024-01-01\n---\n{body}\n", encoding="utf-8")
+    retriever, _ = two_stage_over(root, tmp_path / "cache")
+    text = "HTTP/2 support in Acme is experimental"
+    claim = Claim(claim_id="c", doc_id="kb", version_id="kb", start=0, end=0, text=text, source_text=text)
+    found = retriever.search([claim], k=3)["c"]
+    assert retriever.anchored_claims == 1
+    assert sum(e.source_id.startswith("news") for e in found) == 3, [e.source_id for e in found]
+    assert any(e.source_id.startswith("settings") and e.sentence.startswith(text) for e in found), [e.sentence for e in found]

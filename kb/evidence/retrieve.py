@@ -331,7 +331,7 @@ class Retriever(SourceVersions):
             # The dense ranking: the candidates by MiniLM cosine, then every other passage by its
             # static cosine (shifted below -1, so below any candidate; see _cosine).
             dense = static - _OUTSIDE
-            anchored = self._anchored(queries, sent_raw, bm25, spans)
+            anchored, repeats = self._anchored(queries, sent_raw, bm25, spans)
             rest = np.flatnonzero(~anchored)
             if len(rest):
                 cand = self._candidates(first[rest])
@@ -345,6 +345,7 @@ class Retriever(SourceVersions):
             out["static"] = static
             out["first"] = first
             out["anchored"] = anchored
+            out["repeats"] = repeats
         out["dense"] = dense
         out["fused"] = self._rrf(((bm25, self.w_bm25, True), (sent, self.w_sent, True), (dense, self.w_dense, False)))
         if self.first_stage is not None and out["anchored"].any():
@@ -353,7 +354,8 @@ class Retriever(SourceVersions):
             out["fused"][out["anchored"]] = first[out["anchored"]]
         return out
 
-    def _anchored(self, queries: list[str], sent_raw: np.ndarray, bm25: np.ndarray, spans: list[str] | None = None) -> np.ndarray:
+    def _anchored(self, queries: list[str], sent_raw: np.ndarray, bm25: np.ndarray,
+                  spans: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """Claims that (nearly) repeat a source sentence, a part of one or a source's title,
         all tested after lower-casing and dropping punctuation:
 
@@ -371,10 +373,16 @@ class Retriever(SourceVersions):
         and the words the KB copied are the clause's. For such a claim the first stage has
         already found its statement, so the MiniLM is not run for it: a KB that copies its
         sources (the usual case for docs) costs no transformer pass per claim. SciFact's
-        paraphrased claims are almost never anchored, so their recall is the two-stage path's."""
+        paraphrased claims are almost never anchored, so their recall is the two-stage path's.
+
+        Returns whether each claim is anchored and, where the first test anchored it, the
+        sentence it repeats (else -1): ``search`` keeps that sentence as evidence however its
+        passage ranks."""
         out = np.zeros(len(queries), dtype=bool)
+        # the source sentence each claim repeats, where one of the top sentences does (-1: none)
+        repeated_at = np.full(len(queries), -1, dtype=np.int64)
         if self.anchor is None or not len(queries):
-            return out
+            return out, repeated_at
         rows = np.arange(len(queries))
         best_passage = bm25.argmax(axis=1)
         has_passage = bm25[rows, best_passage] > 0
@@ -415,18 +423,22 @@ class Retriever(SourceVersions):
             if not ranked:
                 continue
             span = default_process(spans[n]) if spans is not None and spans[n] != q else None
+            repeated = next((i for i, text in zip(ranked, texts) if repeats(claim, text)), None)
+            if repeated is not None:
+                out[n] = True
+                repeated_at[n] = repeated
+                continue
             out[n] = (
-                any(repeats(claim, text) for text in texts)
                 # The KB's own words anchor only to the claim's best sentence: a claim that adds
                 # to them (a list's lead-in before its item) ranks by its whole text, and the item's
                 # sentence, found by the item's words alone, is not what that ranking puts first.
-                or (span is not None and clause_of(span, texts[0]))
+                (span is not None and clause_of(span, texts[0]))
                 # A fragment too short for the clause test: the sentence it was copied from is
                 # what the first stage put first when it alone holds the fragment word for word.
                 or copied_from_best(claim, ranked, texts)
                 or (span is not None and copied_from_best(span, ranked, texts))
             )
-        return out
+        return out, repeated_at
 
     def _candidates(self, first: np.ndarray) -> np.ndarray:
         """Each row's top ``rerank`` passages by the first-stage fusion, at most
@@ -589,6 +601,13 @@ class Retriever(SourceVersions):
                 toks = tokenize(claim.text)
                 chosen = self._select(fused[i], dense[i], k, None)
                 sentence = {j: self._best_sentence_index(toks, claim.text, j) for j in chosen}
+                # the source sentence the claim repeats is its evidence, wherever its passage
+                # ranked: a short release note that shares the words can outrank a long page
+                repeated = int(sc["repeats"][i]) if "repeats" in sc else -1
+                t = self._passage_holding(repeated, sentence) if repeated >= 0 else None
+                if t is not None and repeated not in sentence.values():
+                    chosen.append(t)
+                    sentence[t] = repeated
                 counterpart_of: dict[int, str] = {}
                 for j in list(chosen):
                     found = self.counterpart(sentence[j])
