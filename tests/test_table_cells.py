@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kb.chain import run_audit
 from kb.config import Settings
+from kb.verify.additions import respelt_only
 from kb.verify.rules import judge_rules
 from kb.verify.tokens import word_tokens
 from tests.test_git_sources import audit_releases, two_releases
@@ -161,3 +162,8 @@ def test_a_cell_respelt_still_holds_its_value_and_a_word_added_is_a_change(tmp_p
     # a parameter added to a signature, or another value in the cell's place: a change
     assert verdicts["Short -t: Default is (code: string, id: string) => TransformResult"].label == "contradicted"
     assert verdicts["Short -c: Default is true"].label == "contradicted"
+    # the reading behind it: the respelt words alone, and nothing once a word is added
+    cell = "Default set in the Taskfile or intervealed"
+    assert respelt_only(cell, cell.replace("intervealed", "interleaved")) == "intervealed -> interleaved"
+    assert respelt_only(cell, cell.replace("intervealed", "interleaved output")) is None
+    assert respelt_only(cell, cell) is None

@@ -35,7 +35,7 @@ from kb.claims.text import passage_sentences, sentence_spans
 from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE, cell_place
 from kb.evidence.versions import parse_renames, prose_default, row_holds_default, with_terms_renamed, written_key
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
-from kb.verify.additions import ADDED_NOTE, added_beside
+from kb.verify.additions import ADDED_NOTE, respelt_only
 from kb.verify.ort_judge import load_judge
 from kb.verify.policy import (
     DEFAULT_THRESHOLDS,
@@ -148,8 +148,8 @@ def table_judgement(claim: Claim, sentence: str, passage: str = "", section: str
         if after.startswith(rest) or rest.startswith(after):
             # the cell goes on as the claim's value does (as far as the passage shows it)
             return Judgement("supports", SAME_ROW_CONFIDENCE, "rules", "the entry's own row holds the value in its place")
-    respelt = added_beside(claim.source_text, now)
-    if respelt is not None and all(" -> " in part for part in respelt.split("; ")):
+    respelt = respelt_only(claim.source_text, now)
+    if respelt is not None:
         # only a typo fixed ("intervealed" -> "interleaved"): the value stands. A word added to a
         # cell is read as a change: a parameter added to a signature, "abbreviated" commit hash
         return Judgement("supports", SAME_ROW_CONFIDENCE, "rules",

@@ -19,7 +19,7 @@ from kb.verify.slots import is_code_case, normalize, word_tokens
 from kb.verify.spelling import respelt
 from kb.verify.vocabulary import NEGATIONS
 
-__all__ = ["ADDED_CONFIDENCE", "ADDED_NOTE", "added_beside", "entry_name", "misspelt", "typo_fixed"]
+__all__ = ["ADDED_CONFIDENCE", "ADDED_NOTE", "added_beside", "entry_name", "misspelt", "respelt_only", "typo_fixed"]
 
 # Sure enough that the model does not read the added words as a change (it refuted such pairs at
 # 0.9 and more: an added list item, an added "ASGI" before "lifespan events").
@@ -152,6 +152,24 @@ def added_beside(claim_text: str, sentence: str) -> str | None:
     keeps all the claim's words in order and only adds harmless ones (list items, modifiers,
     asides; see the module doc), dropping nothing but fillers ("also", a list's "and"); None when
     it is no such restatement (identical ones included: the verbatim rules judge those)."""
+    found = _beside(claim_text, sentence)
+    if found is None:
+        return None
+    added, respelled = found
+    return "; ".join(added + respelled) if added or respelled else "(fillers only)"
+
+
+def respelt_only(claim_text: str, sentence: str) -> str | None:
+    """The claim's words ``sentence`` spells otherwise ("intervealed -> interleaved") when that is
+    all it changes, adding no word; None otherwise."""
+    found = _beside(claim_text, sentence)
+    if found is None or found[0] or not found[1]:
+        return None
+    return "; ".join(found[1])
+
+
+def _beside(claim_text: str, sentence: str) -> tuple[list[str], list[str]] | None:
+    """What ``added_beside`` reads: the phrases added and the words respelt ("old -> new")."""
     c, e = _tokens(claim_text), _tokens(sentence)
     core = [(i, t) for i, t in enumerate(c) if t not in _FILLERS]
     n_words = sum(1 for t in c if _WORD.search(t))
@@ -186,5 +204,4 @@ def added_beside(claim_text: str, sentence: str) -> str | None:
         if not _addition(ins, c[: i0 + 1], inside, restrictive, listed):
             return None
         added.append(" ".join(ins).replace(" ,", ",").replace("( ", "(").replace(" )", ")"))
-    respelled = [f"{c[i]} -> {e[k]}" for i, k in found if c[i] != e[k]]
-    return "; ".join(added + respelled) if added or respelled else "(fillers only)"
+    return added, [f"{c[i]} -> {e[k]}" for i, k in found if c[i] != e[k]]
