@@ -160,13 +160,9 @@ def _judge(claim_text: str, sentence: str) -> Judgement | None:
         return Judgement("supports", CONFIDENCE["exact"], "rules", "exact match in another notation (a word joined or written apart)")
     if _written_out(c_can.split(), e_can.split()):
         return Judgement("supports", CONFIDENCE["exact"], "rules", "exact match, a name written out with its namespace")
-    # both keys are single-spaced: the claim's words as whole words inside the sentence's
-    if len(c_can.split()) >= 4 and f" {c_can} " in f" {e_can} " and not _continues(claim_text, sentence):
-        ext = _extension(claim_text, sentence)
-        if ext:
-            return Judgement("refutes", CONFIDENCE["extended"], "rules",
-                             f"extended: the evidence goes on {ext!r} after the claim's words")  # fmt: skip
-        return Judgement("supports", CONFIDENCE["contained"], "rules", "claim appears verbatim in the evidence")
+    contained = _verbatim_inside(claim_text, c_can, sentence, e_can)
+    if contained is not None:
+        return contained
     added = added_beside(claim_text, sentence)
     if added is not None:
         return Judgement("supports", ADDED_CONFIDENCE, "rules", f"{ADDED_NOTE}: {added!r}")
@@ -210,18 +206,25 @@ def _contained_respelt(claim_text: str, c_can: str, sentence: str, e_can: str) -
     # the key folds case: a word the claim writes with a capital is a name ("Smyth" is not "Smith")
     if any(re.search(rf"(?<!\w){re.escape(c)}(?!\w)", claim_text) is None for c in missing):
         return None
-    if f" {c_can} " not in f" {' '.join(fixes.get(w, w) for w in e_words)} ":
-        return None
     pattern = re.compile(r"(?<!\w)(" + "|".join(map(re.escape, sorted(fixes, key=len, reverse=True))) + r")(?!\w)", re.IGNORECASE)
     as_claimed = pattern.sub(lambda m: fixes.get(m.group(0).lower(), m.group(0)), sentence)
-    if _continues(claim_text, as_claimed):
-        return None
     fixed = "; ".join(f"{c} -> {w}" for w, c in sorted(fixes.items(), key=lambda kv: kv[1]))
-    ext = _extension(claim_text, as_claimed)
+    return _verbatim_inside(claim_text, c_can, as_claimed, " ".join(fixes.get(w, w) for w in e_words), fixed)
+
+
+def _verbatim_inside(claim_text: str, c_can: str, sentence: str, e_can: str, respelt: str = "") -> Judgement | None:
+    """The claim's words (4 or more) as whole words inside the sentence's, both keys
+    single-spaced: support, unless the sentence goes on with a list right after them (then the
+    other rules judge) or with what changes them (``_extension``: refuted as extended).
+    ``respelt``: the typo fixes read as the claim's words, named in the rationale."""
+    if len(c_can.split()) < 4 or f" {c_can} " not in f" {e_can} " or _continues(claim_text, sentence):
+        return None
+    ext = _extension(claim_text, sentence)
     if ext:
-        return Judgement("refutes", CONFIDENCE["extended"], "rules",
-                         f"extended: the evidence goes on {ext!r} after the claim's words (respelt: {fixed})")  # fmt: skip
-    return Judgement("supports", CONFIDENCE["contained"], "rules", f"claim appears verbatim in the evidence, respelt ({fixed})")
+        why = f"extended: the evidence goes on {ext!r} after the claim's words" + (f" (respelt: {respelt})" if respelt else "")
+        return Judgement("refutes", CONFIDENCE["extended"], "rules", why)
+    why = "claim appears verbatim in the evidence" + (f", respelt ({respelt})" if respelt else "")
+    return Judgement("supports", CONFIDENCE["contained"], "rules", why)
 
 
 def _bounds_paired(claim_text: str, sentence: str) -> Judgement | None:
