@@ -209,7 +209,9 @@ class Evidence:
     source_date: date | None
     authority: float
     passage: str
-    sentence: str  # best-aligned sentence within the passage
+    # best-aligned sentence within the passage (for a list item settled as stated under its
+    # list's lead-in, kb/evidence/versions.py stated_under_lead_in: the lead-in, then the item)
+    sentence: str
     score_bm25: float
     score_dense: float
     score_fused: float

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -247,7 +248,46 @@ def test_clauses_whose_whole_sentence_stands_are_settled_and_those_of_a_changed_
     retriever = Retriever(None, first_stage=StaticEmbedder(), settle=True)
     retriever.index(_sources(tmp_path / "changed", {"guide.md": (changed, date(2024, 1, 1))}))
     assert set(retriever.settle(clauses)) == {c.claim_id for c in clauses if c.reason == LEAD_IN_ATTACHED}
-    # the sentence standing under another heading path is another entry's
+    # the sentence standing under another heading path is another entry's; an item under the
+    # same lead-in is about what the lead-in names, which no other list of the corpus opens with
     retriever = Retriever(None, first_stage=StaticEmbedder(), settle=True)
     retriever.index(_sources(tmp_path / "elsewhere", {"guide.md": (CLAUSES.replace("## Builds", "## Deploys"), date(2024, 1, 1))}))
-    assert retriever.settle(clauses) == {}
+    assert set(retriever.settle(clauses)) == {c.claim_id for c in clauses if c.reason == LEAD_IN_ATTACHED}
+
+
+LISTS = (
+    "# Advanced\n\n## Clients\n\n"
+    "A client brings significant performance improvements over the top-level API, including:\n\n"
+    "- Reduced latency across requests.\n- Reduced network congestion.\n\n"
+    "## Flags\n\nThe command accepts these options on every run:\n\n- `--strict`\n"
+)
+
+
+def test_items_of_a_moved_page_under_the_same_lead_in_are_settled_and_a_dropped_item_is_not(tmp_path):
+    items = [c for c in split_claims(parse_document(LISTS.encode(), "kb.md", "kb.md")) if c.reason == LEAD_IN_ATTACHED]
+    assert [c.source_text for c in items] == ["Reduced latency across requests.", "Reduced network congestion.", "--strict"]
+    # the newest release moved the lists to other pages and headings and dropped one item
+    moved = {
+        "clients.md": (
+            "# Clients\n\nA client brings significant performance improvements over the top-level API, including:\n\n"
+            "- Reduced latency across requests.\n- Fewer open sockets.\n",
+            date(2024, 1, 1),
+        ),
+        "run.md": ("# Run\n\nThe command accepts these options on every run:\n\n- `--strict`\n", date(2024, 1, 1)),
+        "build.md": ("# Build\n\nThe command accepts these options on every run:\n\n- `--strict`\n", date(2024, 1, 1)),
+    }
+    retriever = Retriever(None, first_stage=StaticEmbedder(), settle=True)
+    retriever.index(_sources(tmp_path, moved))
+    settled = retriever.settle(items)
+    # "The command accepts these options ..." opens two lists of the newest release: under another heading it names neither
+    (kept,) = [c for c in items if c.claim_id in settled]
+    assert kept.source_text == "Reduced latency across requests."
+    (found,) = settled[kept.claim_id]
+    assert found.source_id == "clients.md" and found.section == "Clients"
+    assert found.sentence == (
+        "A client brings significant performance improvements over the top-level API, including: Reduced latency across requests."
+    )
+    verdict = settled_as_written(kept, [found])
+    assert verdict is not None and verdict.label == "supported" and "the list item under the same lead-in" in verdict.rationale
+    # the sentence alone, without the lead-in that says what it is about, settles nothing
+    assert settled_as_written(kept, [replace(found, sentence="Reduced latency across requests.")]) is None

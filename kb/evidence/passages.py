@@ -37,6 +37,7 @@ class _Span:
     text: str  # visible text
     section: tuple[str, ...] = ()
     command: bool = False  # a shell command of a code block (kb/ingest/commands.py)
+    lead_in: str = ""  # a list item's: the sentence that introduces its list, as written
 
 
 def _sentences_of(source: SourceDoc) -> list[_Span]:
@@ -55,7 +56,7 @@ def _sentences_of(source: SourceDoc) -> list[_Span]:
                     s, e = block.offsets[a], block.offsets[b - 1] + 1
                 else:
                     s, e = block.start + a, block.start + b
-                (commands if command else out).append(_Span(s, e, block.text[a:b], tuple(block.section), command))
+                (commands if command else out).append(_Span(s, e, block.text[a:b], tuple(block.section), command, block.lead_in.strip()))
     else:
         out = [_Span(a, b, source.text[a:b]) for a, b in sentence_spans(source.text)]
     return out + commands

@@ -32,6 +32,7 @@ Every score is kept in ``Evidence``: ``score_bm25`` (raw BM25), ``score_dense`` 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -530,7 +531,8 @@ class Retriever(SourceVersions):
         """Evidence found without a search: for each claim that is not time-sensitive and that a
         sentence of the newest corpus states as written (``stated_verbatim``; for a table cell, a
         row that holds it in its place, ``stated_in_row``; for a clause, its whole sentence under
-        its heading path, ``stated_in_sentence``), when no source version is dated after that
+        its heading path, ``stated_in_sentence``; for a list item, the item under the same lead-in,
+        ``stated_under_lead_in``, whose evidence sentence is then the lead-in and the item), when no source version is dated after that
         sentence's, the passage holding it. Nothing newer can refute such a claim, so the
         verifier settles it supported without judging a passage with a model
         (kb.verify.policy.settled_as_written): most of an unchanged docs page costs no model.
@@ -546,18 +548,22 @@ class Retriever(SourceVersions):
                 verbatim = self.stated_in_row(claim)
             if verbatim is None:
                 verbatim = self.stated_in_sentence(claim)
+            stated = ""  # the evidence's text where it is more than the sentence: a list's lead-in and item
+            if verbatim is None and (listed := self.stated_under_lead_in(claim)) is not None:
+                verbatim, stated = listed
             if verbatim is None:
                 continue
             j = self._passage_holding(verbatim)
             if j is None or (self.passages[j].source_date or date.min) < newest:
                 continue
-            found.append((claim, verbatim, j))
+            found.append((claim, verbatim, j, stated))
         if not found:
             return out
         assert self._bm25 is not None  # index() ran on passages
-        bm25 = self._bm25.scores([tokenize(claim.text) for claim, _, _ in found])
-        for n, (claim, verbatim, j) in enumerate(found):
-            out[claim.claim_id] = [self._evidence(claim.claim_id, 1, j, verbatim, float(bm25[n, j]), 0.0, 0.0)]
+        bm25 = self._bm25.scores([tokenize(claim.text) for claim, _, _, _ in found])
+        for n, (claim, verbatim, j, stated) in enumerate(found):
+            e = self._evidence(claim.claim_id, 1, j, verbatim, float(bm25[n, j]), 0.0, 0.0)
+            out[claim.claim_id] = [replace(e, sentence=stated) if stated else e]
         self.settled_claims += len(out)
         return out
 

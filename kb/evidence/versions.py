@@ -19,7 +19,7 @@ from rapidfuzz.utils import default_process
 # passages are cut the same way.
 from kb.claims.split import entry_term, setting_option
 from kb.claims.text import stem_overlap, without_stray_underscores
-from kb.claims.units import cell_place
+from kb.claims.units import LEAD_IN_ATTACHED, cell_place
 from kb.evidence.bm25 import _BM25
 from kb.evidence.passages import _Span, sentence_key, tokenize
 from kb.records import Claim, Passage
@@ -185,6 +185,24 @@ def states_its_sentence(claim: Claim, sentence: str, sentence_section: str) -> b
     sentence changed. False for a claim that is a whole sentence."""
     key = written_key(claim.sentence)
     return bool(key) and sentence_section == claim.section and written_key(sentence) == key
+
+
+def states_under_its_lead_in(claim: Claim, stated: str, stated_section: str) -> bool:
+    """For a list item read with its list's lead-in ("lead-in: item"), whether ``stated`` (a
+    newest page's lead-in followed by an item of its list, under ``stated_section``) is the claim
+    as the KB reads it, word for word: the lead-in, then the item (for a clause cut from an item,
+    the item's whole sentence). A page that moved keeps its lists, so the pair stands anywhere
+    once it is ``VERBATIM_ANYWHERE_WORDS`` words long; a shorter one only under the claim's own
+    heading path."""
+    item = written_key(claim.sentence or claim.source_text)
+    said = written_key(stated)
+    if claim.reason != LEAD_IN_ATTACHED or not item or not said.endswith(f" {item}"):
+        return False
+    lead = said[: -len(item) - 1]
+    read = written_key(claim.text)
+    if not (read.startswith(f"{lead} ") if claim.sentence else read == said):
+        return False
+    return len(said.split()) >= VERBATIM_ANYWHERE_WORDS or stated_section == claim.section
 
 
 class SourceVersions:
@@ -463,6 +481,25 @@ class SourceVersions:
         for i in self._newest_corpus()[0].get(sentence_key(claim.sentence), ()):
             if states_its_sentence(claim, self.sentences[i].text, " > ".join(self.sentences[i].section)):
                 return i
+        return None
+
+    def stated_under_lead_in(self, claim: Claim) -> tuple[int, str] | None:
+        """For a list item read with its lead-in, an item of the newest corpus that states it
+        under the same lead-in (``states_under_its_lead_in``; one under the claim's own heading
+        path first): the item's sentence and the lead-in and item as one text. A lead-in that
+        several lists of the newest corpus share ("Options:") says which list only under the
+        claim's own heading path. None when there is none."""
+        if claim.reason != LEAD_IN_ATTACHED:
+            return None
+        exact = self._newest_corpus()[0]
+        found = [i for i in exact.get(sentence_key(claim.sentence or claim.source_text), ()) if self.sentences[i].lead_in]
+        for i in self._own_heading_first(claim, found):
+            span = self.sentences[i]
+            stated, section = f"{span.lead_in} {span.text}", " > ".join(span.section)
+            if len(exact.get(sentence_key(span.lead_in), ())) > 1 and section != claim.section:
+                continue
+            if states_under_its_lead_in(claim, stated, section):
+                return i, stated
         return None
 
     def _own_heading_first(self, claim: Claim, sentences: list[int]) -> list[int]:

@@ -35,7 +35,14 @@ from kb.claims.text import passage_sentences, sentence_spans
 from kb.claims.units import BLOCK_LEAD_IN, COMMAND_NOTE, LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.changelog import is_changelog, release_heading
 from kb.evidence.passages import sentence_key
-from kb.evidence.versions import STILL_STATED, parse_renames, states_as_written, states_its_sentence, written_key
+from kb.evidence.versions import (
+    STILL_STATED,
+    parse_renames,
+    states_as_written,
+    states_its_sentence,
+    states_under_its_lead_in,
+    written_key,
+)
 from kb.ingest.commands import elided, generic_step
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import added_beside
@@ -219,9 +226,11 @@ def _is_current(e: Evidence, newest: dict[str, date]) -> bool:
 
 def _newest_written(claim: Claim, current) -> Evidence | None:
     """Of the current evidence, the newest passage that states the claim as written, or, for a
-    clause, its whole sentence under its own heading path."""
-    return max((e for e in current if stated_as_written(claim, e) or _states_its_sentence(claim, e)),
-               key=lambda e: _date_key(e.source_date), default=None)  # fmt: skip
+    clause, its whole sentence under its own heading path, or, for a list item, the item under
+    the same lead-in."""
+    written = (e for e in current if stated_as_written(claim, e) or _states_its_sentence(claim, e)
+               or states_under_its_lead_in(claim, e.sentence, e.section))  # fmt: skip
+    return max(written, key=lambda e: _date_key(e.source_date), default=None)
 
 
 def _states_its_sentence(claim: Claim, e: Evidence) -> bool:
@@ -241,7 +250,12 @@ def _supported(base: dict, e: Evidence, j: Judgement) -> Verdict:
 
 
 def _supported_as_written(base: dict, e: Evidence, claim: Claim) -> Verdict:
-    stated = "the sentence the claim is a clause of" if _states_its_sentence(claim, e) else "the claim"
+    if _states_its_sentence(claim, e):
+        stated = "the sentence the claim is a clause of"
+    elif states_under_its_lead_in(claim, e.sentence, e.section):
+        stated = "the list item under the same lead-in"
+    else:
+        stated = "the claim"
     return Verdict(
         **base, label="supported", confidence=STATED_AS_WRITTEN_CONFIDENCE, tier="rules",
         rationale=f"{_cited(e)}: its newest version states {stated} word for word", evidence_sentence=e.sentence,
