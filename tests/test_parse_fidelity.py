@@ -1,5 +1,6 @@
 """Parser fidelity: pages of the shapes real documentation has, read without losing or garbling prose."""
 
+import kb.ingest.rst
 from kb.claims.split import split_claims
 from kb.ingest.parse import parse_document
 
@@ -44,6 +45,22 @@ Retries are attempted three times before the client gives up on the server.
     claims = [c.source_text for c in split_claims(doc)]
     assert "The default timeout is 30 seconds for every request that the client sends." in claims
     assert "Retries are attempted three times before the client gives up on the server." in claims
+
+
+def test_a_page_of_directives_alone_has_no_prose_and_text_docutils_cannot_read_is_plain_text(monkeypatch):
+    # a page that includes a file outside the docs tree (read as it is, nothing included) and a
+    # page that is a table of contents: neither says anything a claim could be made of
+    for page in (".. include:: ../CONTRIBUTING.rst\n", ".. toctree::\n   :maxdepth: 2\n\n   install\n   usage\n"):
+        doc, blocks = _blocks(page, "contributing.rst")
+        assert blocks == [] and split_claims(doc) == []
+
+    # where docutils gives up, the words are still read, as plain text
+    def gives_up(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(kb.ingest.rst, "publish_doctree", gives_up)
+    doc, blocks = _blocks("Timeouts default to 30 seconds.\n", "broken.rst")
+    assert blocks == [("paragraph", "Timeouts default to 30 seconds.")]
 
 
 def test_a_word_after_a_role_is_not_taken_from_a_later_sentence():

@@ -192,8 +192,8 @@ def _parse_blocks(text: str, fmt: str, body: int, mdx: bool) -> tuple[tuple[Bloc
         found, first_heading = rst_blocks(text, body)
         blocks = [Block(kind=k, start=o[0], end=o[-1] + 1, text=t, offsets=OffsetMap.from_offsets(o), section=sec, level=lv,
                         headers=hd)
-                  for k, t, o, sec, lv, hd in found]  # fmt: skip
-        if not blocks and text[body:].strip():
+                  for k, t, o, sec, lv, hd in found or ()]  # fmt: skip
+        if found is None:
             blocks, first_heading = MarkdownParser(text, body, plain=True).run()
     else:
         blocks, first_heading = MarkdownParser(text, body, plain=True).run()

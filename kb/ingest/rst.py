@@ -359,15 +359,17 @@ def _cells(row) -> list:
     return [entry for entry in row.children if isinstance(entry, nodes.entry)]
 
 
-def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple], str | None]:
+def rst_blocks(text: str, body: int = 0) -> tuple[list[tuple] | None, str | None]:
     """Prose of a reStructuredText document as ``(kind, text, offsets, section, level, headers)``
-    tuples in document order, and its title (``body``: where the text after front matter starts)."""
+    tuples in document order, and its title (``body``: where the text after front matter starts).
+    None instead of the tuples when docutils cannot read the text; a page of directives alone
+    (an ``include`` of a file outside the docs, a ``toctree``) has no prose, []."""
     source = text[body:]
     _read_unknown_roles_as_text(source)
     try:
         tree = publish_doctree(source, settings_overrides=_SETTINGS)
-    except Exception:  # noqa: BLE001 - docutils gave up: the text reads as plain text instead
-        return [], None
+    except Exception:  # noqa: BLE001 - docutils gave up: the caller reads the text as plain text
+        return None, None
     # docutils files some notes inside the element they concern, whatever the report level
     # ('Duplicate name "parsed" for external target' in a table cell): as text, they would be
     # looked for in the source and take its words from the sentences after
