@@ -291,3 +291,31 @@ def test_items_of_a_moved_page_under_the_same_lead_in_are_settled_and_a_dropped_
     assert verdict is not None and verdict.label == "supported" and "the list item under the same lead-in" in verdict.rationale
     # the sentence alone, without the lead-in that says what it is about, settles nothing
     assert settled_as_written(kept, [replace(found, sentence="Reduced latency across requests.")]) is None
+
+
+HEADINGS = "# Guide\n\n## How a Request is Handled\n\nThe app dispatches each request to its view.\n\n## When to use Quart instead\n\nQuart serves many connections.\n"
+
+
+def test_a_heading_the_newest_page_keeps_under_the_same_headings_is_settled(tmp_path):
+    headings = [c for c in split_claims(parse_document(HEADINGS.encode(), "kb.md", "kb.md")) if c.checkworthy and c.section == "Guide"]
+    assert [c.source_text for c in headings] == ["How a Request is Handled", "When to use Quart instead"]
+    # the newest page keeps the first heading where it was; the second moved under another one
+    newest = HEADINGS.replace("## When to use Quart instead", "## Async\n\n### When to use Quart instead")
+    retriever = Retriever(None, first_stage=StaticEmbedder(), settle=True)
+    retriever.index(_sources(tmp_path, {"guide.md": (newest, date(2024, 1, 1))}))
+    settled = retriever.settle(headings)
+    (kept,) = [c for c in headings if c.claim_id in settled]
+    assert kept.source_text == "How a Request is Handled"
+    (found,) = settled[kept.claim_id]
+    assert found.section == "Guide > How a Request is Handled" and found.sentence == "The app dispatches each request to its view."
+    verdict = settled_as_written(kept, [found])
+    assert (
+        verdict is not None
+        and verdict.label == "supported"
+        and "the claim's words as a heading, under the same headings" in verdict.rationale
+    )
+    # the same sentence under another heading says nothing of this one
+    assert settled_as_written(kept, [replace(found, section="Guide > Routing")]) is None
+    # a claim under no heading is never another page's top-level heading
+    top = replace(kept, section="", source_text="Guide")
+    assert settled_as_written(top, [replace(found, section="Guide")]) is None and retriever.kept_as_heading(top) is None

@@ -172,6 +172,7 @@ class Retriever(SourceVersions):
         self._renamed: dict[str, str] | None = None  # terms the newest release renamed, lazily
         self._cells: dict[str, list[tuple[int, int, str]]] | None = None  # the newest corpus's table cells, lazily
         self._rows: dict[str, list[int]] | None = None  # the newest corpus's table rows by heading path, lazily
+        self._paths: dict[str, int] | None = None  # the newest corpus's heading paths, lazily
 
     # ------------------------------------------------------------ index
 
@@ -182,7 +183,7 @@ class Retriever(SourceVersions):
 
     def index(self, sources: list[SourceDoc]) -> None:
         """(Re)build the index over every passage of every source version."""
-        self._current = self._corpus_newest = self._renamed = self._cells = self._rows = None
+        self._current = self._corpus_newest = self._renamed = self._cells = self._rows = self._paths = None
         passages, sentences, p_sent, version_of, ranges, sent_ranges = [], [], [], [], [], []
         by_source: dict[str, list[int]] = {}
         texts = []
@@ -532,7 +533,9 @@ class Retriever(SourceVersions):
         sentence of the newest corpus states as written (``stated_verbatim``; for a table cell, a
         row that holds it in its place, ``stated_in_row``; for a clause, its whole sentence under
         its heading path, ``stated_in_sentence``; for a list item, the item under the same lead-in,
-        ``stated_under_lead_in``, whose evidence sentence is then the lead-in and the item), when no source version is dated after that
+        ``stated_under_lead_in``, whose evidence sentence is then the lead-in and the item; for a
+        heading, the first sentence under it where the newest corpus keeps it under the same
+        headings, ``kept_as_heading``), when no source version is dated after that
         sentence's, the passage holding it. Nothing newer can refute such a claim, so the
         verifier settles it supported without judging a passage with a model
         (kb.verify.policy.settled_as_written): most of an unchanged docs page costs no model.
@@ -551,6 +554,8 @@ class Retriever(SourceVersions):
             stated = ""  # the evidence's text where it is more than the sentence: a list's lead-in and item
             if verbatim is None and (listed := self.stated_under_lead_in(claim)) is not None:
                 verbatim, stated = listed
+            if verbatim is None:
+                verbatim = self.kept_as_heading(claim)
             if verbatim is None:
                 continue
             j = self._passage_holding(verbatim)

@@ -205,6 +205,17 @@ def states_under_its_lead_in(claim: Claim, stated: str, stated_section: str) -> 
     return len(said.split()) >= VERBATIM_ANYWHERE_WORDS or stated_section == claim.section
 
 
+def kept_as_heading(claim: Claim, section: str) -> bool:
+    """Whether a sentence under the heading path ``section`` stands under the claim itself as a
+    heading: the claim's own heading path with the claim's words as its last heading ("Guide >
+    How a Request is Handled" for the claim "How a Request is Handled" under "Guide"). Never for
+    a claim under no heading: a page's top-level heading alone ("JPEG") says nothing of which
+    page it heads."""
+    if not claim.section or not written_key(claim.source_text):
+        return False
+    return written_key(section) == written_key(f"{claim.section} {claim.source_text}")
+
+
 class SourceVersions:
     """The version-alignment half of the Retriever (it holds the index these read)."""
 
@@ -224,6 +235,7 @@ class SourceVersions:
     _renamed: dict[str, str] | None
     _cells: dict[str, list[tuple[int, int, str]]] | None
     _rows: dict[str, list[int]] | None
+    _paths: dict[str, int] | None
 
     # ------------------------------------------------------------ alignment
 
@@ -501,6 +513,21 @@ class SourceVersions:
             if states_under_its_lead_in(claim, stated, section):
                 return i, stated
         return None
+
+    def kept_as_heading(self, claim: Claim) -> int | None:
+        """For a claim that is a heading ("When to use Quart instead"), the first sentence of the
+        newest corpus under that heading at the same place in the same headings
+        (``kept_as_heading``): the page still says it. None when the newest corpus has no such
+        heading path, or the claim is under no heading."""
+        if self._paths is None:
+            paths: dict[str, int] = {}
+            for i in self._newest_corpus()[2]:
+                if self.sentences[i].section:
+                    paths.setdefault(written_key(" ".join(self.sentences[i].section)), i)
+            self._paths = paths
+        if not claim.section or not written_key(claim.source_text):
+            return None
+        return self._paths.get(written_key(f"{claim.section} {claim.source_text}"))
 
     def _own_heading_first(self, claim: Claim, sentences: list[int]) -> list[int]:
         """``sentences`` with those under the claim's own heading path first, in order."""

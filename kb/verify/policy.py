@@ -37,6 +37,7 @@ from kb.evidence.changelog import is_changelog, release_heading
 from kb.evidence.passages import sentence_key
 from kb.evidence.versions import (
     STILL_STATED,
+    kept_as_heading,
     parse_renames,
     states_as_written,
     states_its_sentence,
@@ -227,9 +228,9 @@ def _is_current(e: Evidence, newest: dict[str, date]) -> bool:
 def _newest_written(claim: Claim, current) -> Evidence | None:
     """Of the current evidence, the newest passage that states the claim as written, or, for a
     clause, its whole sentence under its own heading path, or, for a list item, the item under
-    the same lead-in."""
+    the same lead-in, or, for a heading, a sentence under it at the same place."""
     written = (e for e in current if stated_as_written(claim, e) or _states_its_sentence(claim, e)
-               or states_under_its_lead_in(claim, e.sentence, e.section))  # fmt: skip
+               or states_under_its_lead_in(claim, e.sentence, e.section) or kept_as_heading(claim, e.section))  # fmt: skip
     return max(written, key=lambda e: _date_key(e.source_date), default=None)
 
 
@@ -254,6 +255,8 @@ def _supported_as_written(base: dict, e: Evidence, claim: Claim) -> Verdict:
         stated = "the sentence the claim is a clause of"
     elif states_under_its_lead_in(claim, e.sentence, e.section):
         stated = "the list item under the same lead-in"
+    elif kept_as_heading(claim, e.section):
+        stated = "the claim's words as a heading, under the same headings"
     else:
         stated = "the claim"
     return Verdict(
