@@ -132,12 +132,14 @@ def test_bench_speed_git_prints_both_paths_on_a_real_history(history, tmp_path, 
     m = run(Params(git=str(history), old="v1.0.0", revs="v1.1.0,v1.2.0"))
     for name in ("cold_claims_per_s", "cold_claims_per_s_minilm", "speedup_over_minilm", "settled_without_model_share",
                  "warm_over_cold", "peak_rss_mb", "texts_embedded", "verifier_pairs", "texts_embedded_minilm",
-                 "change1pct_over_cold", "pages_changed"):  # fmt: skip
+                 "change1pct_over_cold", "pages_changed", "speedup_over_minilm_onnx"):  # fmt: skip
         assert name in m, name
+    assert m["speedup_over_minilm_onnx"] > 0 and m["cold_s_minilm_onnx"] > 0
     assert 0 < m["settled_without_model_share"] < 1 and m["warm_over_cold"] < 1
     assert m["pages_changed"] == 1 and m["change1pct_s"] > 0  # one page of a hundred, at least one
     assert m["texts_embedded"] < m["texts_embedded_minilm"] and m["verifier_pairs"] < m["verifier_pairs_minilm"]
-    assert "target  cold, default over the MiniLM-only path" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "target  cold, default over the MiniLM-only path" in printed and "MiniLM-only path in ONNX Runtime" in printed
     with pytest.raises(Exception, match="no such bundle"):
         run(Params(git=str(tmp_path / "missing.bundle")))
 
