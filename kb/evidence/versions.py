@@ -205,15 +205,21 @@ def states_under_its_lead_in(claim: Claim, stated: str, stated_section: str) -> 
     return len(said.split()) >= VERBATIM_ANYWHERE_WORDS or stated_section == claim.section
 
 
+def heading_path_key(claim: Claim) -> str:
+    """The written key of the heading path the claim would head: its own heading path with its
+    words as the last heading ("Guide > How a Request is Handled" for the claim "How a Request is
+    Handled" under "Guide"); "" for a claim under no heading, where a page's top-level heading
+    alone ("JPEG") says nothing of which page it heads."""
+    if not claim.section or not written_key(claim.source_text):
+        return ""
+    return written_key(f"{claim.section} {claim.source_text}")
+
+
 def kept_as_heading(claim: Claim, section: str) -> bool:
     """Whether a sentence under the heading path ``section`` stands under the claim itself as a
-    heading: the claim's own heading path with the claim's words as its last heading ("Guide >
-    How a Request is Handled" for the claim "How a Request is Handled" under "Guide"). Never for
-    a claim under no heading: a page's top-level heading alone ("JPEG") says nothing of which
-    page it heads."""
-    if not claim.section or not written_key(claim.source_text):
-        return False
-    return written_key(section) == written_key(f"{claim.section} {claim.source_text}")
+    heading (``heading_path_key``)."""
+    key = heading_path_key(claim)
+    return bool(key) and written_key(section) == key
 
 
 class SourceVersions:
@@ -525,9 +531,8 @@ class SourceVersions:
                 if self.sentences[i].section:
                     paths.setdefault(written_key(" ".join(self.sentences[i].section)), i)
             self._paths = paths
-        if not claim.section or not written_key(claim.source_text):
-            return None
-        return self._paths.get(written_key(f"{claim.section} {claim.source_text}"))
+        key = heading_path_key(claim)
+        return self._paths.get(key) if key else None
 
     def _own_heading_first(self, claim: Claim, sentences: list[int]) -> list[int]:
         """``sentences`` with those under the claim's own heading path first, in order."""
