@@ -313,11 +313,13 @@ class Retriever(SourceVersions):
             out = np.maximum(out, sent_scores[:, np.minimum(a + o, b - 1)])
         return out
 
-    def score_batch(self, queries: list[str], spans: list[str] | None = None):
+    def score_batch(self, queries: list[str], spans: list[str] | None = None, rows: list[int] | None = None):
         """Score matrices (queries x passages) for one batch: a dict with ``bm25`` (passage
         BM25), ``sent`` (best sentence BM25), ``dense`` (cosine), ``fused`` (RRF) and
         ``sent_raw`` (queries x sentences BM25). ``spans``: the KB text each query was cut
-        from, if any (the anchor tests it too)."""
+        from, if any (the anchor tests it too). ``rows``: for a query cut from a table cell,
+        the newest corpus's row that holds that cell in its place (``stated_in_row``; -1 for
+        none): such a query is anchored to its row."""
         toks = [tokenize(q) for q in queries]
         assert self._bm25 is not None and self._bm25_sent is not None  # index() ran on passages
         bm25 = self._bm25.scores(toks)
@@ -334,6 +336,13 @@ class Retriever(SourceVersions):
             # static cosine (shifted below -1, so below any candidate; see _cosine).
             dense = static - _OUTSIDE
             anchored, repeats = self._anchored(queries, sent_raw, bm25, spans)
+            if rows is not None:
+                # A cell's own row, kept in its place under the same headings, is the sentence
+                # the cell repeats, however few words the cell has (":x:", "json"): the fusion
+                # finds where it went without the MiniLM, as for any sentence the KB copied.
+                own = np.asarray(rows, dtype=np.int64)
+                repeats = np.where((own >= 0) & (repeats < 0), own, repeats)
+                anchored = anchored | (own >= 0)
             rest = np.flatnonzero(~anchored)
             if len(rest):
                 cand = self._candidates(first[rest])
@@ -606,7 +615,8 @@ class Retriever(SourceVersions):
         step = self._batch()
         for s in range(0, len(todo), step):
             batch = todo[s : s + step]
-            sc = self.score_batch([c.text for c in batch], [c.source_text for c in batch])
+            rows = [-1 if (row := self.stated_in_row(c)) is None else row for c in batch] if self.first_stage else None
+            sc = self.score_batch([c.text for c in batch], [c.source_text for c in batch], rows)
             bm25, dense, fused = sc["bm25"], sc["dense"], sc["fused"]
             for i, claim in enumerate(batch):
                 toks = tokenize(claim.text)
