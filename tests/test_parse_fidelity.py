@@ -205,6 +205,28 @@ Read the [guide] first.
     assert _blocks(mdx, "contributing.mdx")[1] == [("heading", "Contributing"), ("paragraph", "Read the guide first.")]
 
 
+def test_links_code_and_emphasis_that_go_on_over_a_line_break_are_read_as_commonmark_reads_them():
+    # docs wrapped at 80 columns break a link's text, a code span or an emphasis over two lines;
+    # read line by line, "[CLI" and "Reference](/reference/cli)" stayed in the sentence as written
+    page = """# Contributing
+
+If you added a new command, add it to the [CLI
+Reference](/reference/cli). New fields go to the [Schema
+Reference][schema] too, and the *field
+descriptions* in `the docs and
+the schema` should match.\\
+A hard break ends no sentence.
+
+[schema]: /reference/schema
+"""
+    expected = (
+        "If you added a new command, add it to the CLI Reference. New fields go to the Schema Reference too, and "
+        "the field descriptions in the docs and the schema should match. A hard break ends no sentence."
+    )
+    for path in ("contributing.md", "contributing.mdx"):
+        assert _blocks(page, path)[1] == [("heading", "Contributing"), ("paragraph", expected)]
+
+
 def test_an_mdx_heading_id_is_not_part_of_the_heading():
     page = "# Installation\n\n### [Homebrew][homebrew] \\{#homebrew}\n\nTask is available via Homebrew.\n\n[homebrew]: https://brew.sh\n"
     assert _blocks(page, "installation.mdx")[1] == [

@@ -8,7 +8,7 @@ from kb.ingest.commands import command_lines, is_shell, language_of
 from kb.ingest.common import IGNORE_END, IGNORE_START, last_sentence
 from kb.ingest.html_blocks import html_block
 from kb.ingest.markdown_containers import FENCE, closes_fence, unwrap_containers
-from kb.ingest.markdown_inline import inline_markdown
+from kb.ingest.markdown_inline import inline_markdown, inline_markdown_lines
 from kb.ingest.offsets import OffsetMap, TextBuilder, runs
 from kb.records import Block
 
@@ -116,15 +116,13 @@ class MarkdownParser:
     ) -> Block | None:
         if text_map is None:
             out = TextBuilder()
-            for idx, (s, off) in enumerate(pieces):
-                if idx and not out.ends_with_space():
-                    out.add(" ", off - 1) if off > 0 and self.text[off - 1] in " \t\n" else out.add_synthetic(" ", off)
-                if self.plain:
+            if self.plain:
+                for idx, (s, off) in enumerate(pieces):
+                    if idx and not out.ends_with_space():
+                        out.add(" ", off - 1) if off > 0 and self.text[off - 1] in " \t\n" else out.add_synthetic(" ", off)
                     out.add(s, off)
-                else:
-                    if s.endswith("\\") and not s.endswith("\\\\") and idx < len(pieces) - 1:
-                        s = s[:-1]  # a backslash hard line break
-                    inline_markdown(out, s, off)
+            else:
+                inline_markdown_lines(out, pieces, self.text)
             text, omap = out.build()
         else:
             text, omap = text_map

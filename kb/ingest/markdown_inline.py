@@ -9,7 +9,7 @@ import unicodedata
 
 from kb.ingest.offsets import TextBuilder
 
-__all__ = ["INLINE_WINDOW", "inline_markdown"]
+__all__ = ["INLINE_WINDOW", "inline_markdown", "inline_markdown_lines"]
 
 INLINE_WINDOW = 1000  # how far inline markup looks for its closing delimiter
 
@@ -263,3 +263,63 @@ def _link_end(s: str, j: int, match: dict[int, int]) -> tuple[int, int] | None:
 
 # ---------------------------------------------------------------------------------------------
 # block markdown (line based, single pass)
+
+
+class _JoinedLines:
+    """A TextBuilder seen through a paragraph's lines joined by spaces: a position in the joined
+    text is written at its line's document offset; a line break as a space at the newline's own
+    offset (a synthetic one where the line's text does not follow a newline), and not at all
+    where the text already ends in a space."""
+
+    __slots__ = ("out", "starts", "offsets", "kinds")
+
+    def __init__(self, out: TextBuilder):
+        self.out = out
+        self.starts: list[int] = []  # where each piece starts in the joined text
+        self.offsets: list[int] = []  # its document offset
+        self.kinds: list[str] = []  # "line", "newline" (a break at a newline), "synthetic" (any other break)
+
+    def piece(self, start: int, offset: int, kind: str) -> None:
+        self.starts.append(start)
+        self.offsets.append(offset)
+        self.kinds.append(kind)
+
+    def add(self, s: str, pos: int) -> None:
+        while s:
+            k = bisect.bisect_right(self.starts, pos) - 1
+            end = self.starts[k + 1] if k + 1 < len(self.starts) else pos + len(s)
+            chunk, s = s[: end - pos], s[end - pos :]
+            if self.kinds[k] == "line":
+                self.out.add(chunk, self.offsets[k] + pos - self.starts[k])
+            elif not self.out.ends_with_space():
+                (self.out.add if self.kinds[k] == "newline" else self.out.add_synthetic)(" ", self.offsets[k])
+            pos += len(chunk)
+
+    def add_synthetic(self, s: str, pos: int) -> None:
+        k = bisect.bisect_right(self.starts, pos) - 1
+        self.out.add_synthetic(s, self.offsets[k] + (pos - self.starts[k] if self.kinds[k] == "line" else 0))
+
+    def ends_with_space(self) -> bool:
+        return self.out.ends_with_space()
+
+
+def inline_markdown_lines(out: TextBuilder, lines: list[tuple[str, int]], text: str) -> None:
+    """Append the visible text of a paragraph given as its lines (each with its document offset
+    in ``text``), read as one run of inline Markdown: a link, a code span or an emphasis may go
+    on over a line break ("the [CLI" / "Reference](/reference/cli)"), as CommonMark reads them,
+    where read line by line their markup stayed in the text."""
+    joined = _JoinedLines(out)
+    parts: list[str] = []
+    at = 0
+    for idx, (s, off) in enumerate(lines):
+        if idx:
+            newline = off > 0 and text[off - 1] in " \t\n"
+            joined.piece(at, off - 1 if newline else off, "newline" if newline else "synthetic")
+            parts.append(" ")
+            at += 1
+        if idx < len(lines) - 1 and s.endswith("\\") and not s.endswith("\\\\"):
+            s = s[:-1]  # a backslash hard line break
+        joined.piece(at, off, "line")
+        parts.append(s)
+        at += len(s)
+    inline_markdown(joined, "".join(parts), 0)  # type: ignore[arg-type]  # the TextBuilder calls only
