@@ -42,7 +42,8 @@ is lost when the parser's blocks hold it fewer times than the reference does. Fi
   ``claims_over_600_prose``: those of them from prose (paragraphs, list items, quotes), not
   table rows or headings;
 - ``non_sentence_claims`` (``.<project>``): claims from prose that cannot be a sentence as
-  written: brackets that do not close, a cut after an abbreviation (``e.g.``), a space before a
+  written: brackets that do not close, a link's markup left in the text (``[CLI
+  Reference](/reference/cli)``), a cut after an abbreviation (``e.g.``), a space before a
   full stop or comma (a dropped word), or a paragraph that starts mid-sentence (a lower-case
   conjunction, preposition or article; a claim the splitter took from inside a sentence may);
 - ``pages``, ``claims``, ``parse_errors``.
@@ -340,6 +341,8 @@ def reference_prose(text: str, fmt: str) -> str:
 
 _CUT_AFTER_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|cf|vs)\.?|\(\s*)$", re.I)
 _SPACE_BEFORE_CLOSE = re.compile(r"\w\s+[.,](?:\s|$)")
+# a Markdown link's label followed by its target or reference: the renderer shows the label only
+_LINK_MARKUP = re.compile(r"\]\(\S|\]\[[^\]\s]")
 _MID_SENTENCE_START = re.compile(r"^(?:and|or|but|nor|for|with|to|of|in|on|at|by|from|as|than|the|a|an|which|that|whose)\s")
 
 
@@ -349,6 +352,8 @@ def not_a_sentence(text: str, kind: str, opens_block: bool = True) -> str | None
     a paragraph may not (``opens_block``: the claim starts where its block starts)."""
     if text.count("(") != text.count(")") or text.count("[") != text.count("]"):
         return "unbalanced brackets"
+    if _LINK_MARKUP.search(text):
+        return "link markup left in the text"
     if _CUT_AFTER_ABBREVIATION.search(text.rstrip()):
         return "cut after an abbreviation"
     if _SPACE_BEFORE_CLOSE.search(text):

@@ -114,6 +114,9 @@ def test_the_data_folder_comes_from_the_flag_or_the_environment_only(tmp_path, m
     ("text", "kind", "why"),
     [
         ("Plugins run in order (e.g.", "paragraph", "unbalanced brackets"),
+        ("Add it to the [CLI Reference](/reference/cli).", "paragraph", "link markup left in the text"),
+        ("See the [schema][schema-ref] too.", "paragraph", "link markup left in the text"),
+        ("Values such as [a, b] or f(x) are lists.", "paragraph", None),
         ("Set a short timeout, e.g.", "paragraph", "cut after an abbreviation"),
         ("Logs go to files, sockets, etc.", "paragraph", None),
         ("The default is for the client .", "paragraph", "space before a full stop or comma"),
