@@ -29,6 +29,9 @@ RESTATED = [
     ("For example, html, rss, and json are built-in output formats.",
      "For example, html, json, and rss are built-in output formats."),
     ("Supported formats are yaml, toml and json.", "Supported formats are json, toml and yaml."),
+    # the name an instruction is about written as the line's label
+    ("Enable Automatic User Provision if you want users to be created in Kasm Workspaces.",
+     "Automatic User Provision: Enable if you want users to be created in Kasm Workspaces."),
 ]  # fmt: skip
 CHANGED = [
     ("tox requires CPython 3.9 and higher.", "tox requires CPython 3.10 and higher."),
@@ -61,6 +64,12 @@ CHANGED = [
     ("The server depends on the database.", "The database depends on the server."),
     ("Use --force, then --yes to confirm.", "Use --yes, then --force to confirm."),
     ("Set timeout to 30 and retries to 5.", "Set timeout to 5 and retries to 30."),
+    # another instruction under the label, or a name taken from further in than the head
+    (
+        "Enable Automatic User Provision if you want users to be created in Kasm Workspaces.",
+        "Automatic User Provision: Disable if you want users to be created in Kasm Workspaces.",
+    ),
+    ("Set timeout to 30 and retries to 5.", "Retries: Set timeout to 30 and to 5."),
 ]
 
 
@@ -78,6 +87,13 @@ def test_a_restatement_holds_no_changed_value(old, new):
 @pytest.mark.parametrize(("old", "new"), CHANGED)
 def test_a_changed_value_is_no_restatement(old, new):
     assert not restates(_claim(old), new)
+
+
+def test_a_list_item_whose_name_became_its_label_is_restated_under_its_lead_in():
+    item = "Enable Automatic User Provision if you want users to be created in Kasm Workspaces."
+    claim = Claim("c1", "kasm.md", "v1", 0, len(item), f"Set the following values: {item}", item)
+    assert restates(claim, "Automatic User Provision: Enable if you want users to be created in Kasm Workspaces.")
+    assert not restates(claim, "Automatic User Provision: Disable if you want users to be created in Kasm Workspaces.")
 
 
 def test_a_rules_refutation_or_a_sentence_about_something_else_is_not_read_as_rewording():

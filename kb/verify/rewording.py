@@ -188,6 +188,11 @@ def restates(claim: Claim, sentence: str, renames: Mapping[str, str] | None = No
     text, code = claim.text or claim.source_text, code_words(claim.source_text)
     if restated(text, sentence, code):
         return True
+    # a list item read with its lead-in ("Set the following values: Enable X if ...") whose own
+    # words the newest line writes with its name as the label ("X: Enable if ...")
+    item = claim.source_text
+    if item and item != text and text.endswith(item) and _labelled(item, sentence, _parts(item), _parts(sentence)):
+        return True
     renamed, took = with_terms_renamed(text, renames) if renames else (text, {})
     return bool(took) and (restated(renamed, sentence, code) or written_key(renamed) == written_key(sentence))
 
@@ -207,7 +212,7 @@ def restated(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
     ca, cb = _content(wa), _content(wb)
     if not ca or not cb or len(ca & cb) < MIN_SHARED_CONTENT * max(len(ca), len(cb)):
         return False
-    if _reordered(text, other, wa, wb):
+    if _reordered(text, other, wa, wb) or _labelled(text, other, wa, wb):
         return True
     only_text, only_other, swapped = differing_words(wa, wb)
     if swapped or not (only_text or only_other) or _item_dropped(only_text, only_other):
@@ -240,6 +245,35 @@ def _reordered(text: str, other: str, wa: list[_Word], wb: list[_Word]) -> bool:
         return any(moved <= {t.lower().strip(".") for t in re.findall(r"[\w.-]+", m.group())} for m in _LIST.finditer(sentence))
 
     return in_one_list(text) and in_one_list(other)
+
+
+MAX_LABEL_WORDS = 6
+MAX_LABEL_AT = 2  # words of the statement before the name it was moved from
+
+
+def _labelled(text: str, other: str, wa: list[_Word], wb: list[_Word]) -> bool:
+    """Either sentence is the other with a name moved in front as its label (``_label_moved``)."""
+    return _label_moved(text, other, wa, wb) or _label_moved(other, text, wb, wa)
+
+
+def _label_moved(text: str, labelled: str, wa: list[_Word], wb: list[_Word]) -> bool:
+    """The same words, a run of ``text``'s written in front of ``labelled`` as its label ("Enable
+    Automatic User Provision if ..." / "Automatic User Provision: Enable if ..."): an entry's name
+    made the label of its line, the statement as it was. A label with a number is never moved so:
+    which value goes with which name is what such a line states; nor one taken from further in
+    than ``MAX_LABEL_AT`` words."""
+    label, colon, _ = labelled.partition(": ")
+    if not colon or any(ch.isdigit() for ch in label):
+        return False
+    ka, kb = [w.key for w in wa], [w.key for w in wb]
+    n = len(_parts(label))
+    if not 0 < n <= MAX_LABEL_WORDS or ka == kb or sorted(ka) != sorted(kb):
+        return False
+    moved, rest = kb[:n], kb[n:]
+    # from the head of the statement ("Enable" before the name): a name taken from further in
+    # ("Set timeout to 30 and retries to 5" / "Retries: Set timeout to 30 and to 5") leaves its
+    # value to another name
+    return any(ka[i : i + n] == moved and ka[:i] + ka[i + n :] == rest for i in range(1, min(MAX_LABEL_AT, len(ka) - n) + 1))
 
 
 def same_statement(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
