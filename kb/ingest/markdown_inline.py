@@ -262,7 +262,7 @@ def _link_end(s: str, j: int, match: dict[int, int]) -> tuple[int, int] | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# block markdown (line based, single pass)
+# a paragraph's lines, read as one run of inline markup
 
 
 class _JoinedLines:
