@@ -136,8 +136,13 @@ _SCALARS = (str, int, bool)
 
 
 def _plain(value):
-    if value is None or type(value) in _SCALARS:  # most fields: returned as they are, at once
+    kind = type(value)
+    if value is None or kind in _SCALARS:  # most fields: returned as they are, at once
         return value
+    if kind is float:  # every evidence row's scores: not through the record and numpy checks
+        return _plain_float(value)
+    if kind is date:
+        return value.isoformat()
     if is_record(value):
         return _plain(as_row(value))
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalar
@@ -155,9 +160,7 @@ def _plain(value):
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, float):
-        if math.isnan(value):
-            return None
-        return float(repr(value)) if math.isfinite(value) else str(value)
+        return _plain_float(value)
     if isinstance(value, (list, tuple)) or (hasattr(value, "tolist") and not isinstance(value, (str, bytes))):
         tolist = getattr(value, "tolist", None)  # numpy arrays
         seq = tolist() if tolist is not None else value
@@ -165,6 +168,12 @@ def _plain(value):
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     return value
+
+
+def _plain_float(value: float) -> float | str | None:
+    if math.isnan(value):
+        return None
+    return float(repr(value)) if math.isfinite(value) else str(value)
 
 
 def canonical_rows(rows, exclude: tuple[str, ...] = ("receipt_id",), columns: tuple[str, ...] | None = None) -> bytes:

@@ -168,6 +168,7 @@ class Retriever(SourceVersions):
         self._headings: dict[int, dict[tuple[str, ...], list[int]]] = {}  # version -> section -> its sentences, lazily
         self._sentence_starts = np.zeros(0, dtype=np.int64)
         self._current: tuple[dict[str, list[int]], list[str], list[int]] | None = None  # the newest corpus's sentence keys, lazily
+        self._by_length: tuple[list[str], list[int], list[int]] | None = None  # the same keys by length, lazily
         self._corpus_newest: date | None = None  # the newest source date of the index, lazily
         self._renamed: dict[str, str] | None = None  # terms the newest release renamed, lazily
         self._cells: dict[str, list[tuple[int, int, str]]] | None = None  # the newest corpus's table cells, lazily
@@ -183,7 +184,7 @@ class Retriever(SourceVersions):
 
     def index(self, sources: list[SourceDoc]) -> None:
         """(Re)build the index over every passage of every source version."""
-        self._current = self._corpus_newest = self._renamed = self._cells = self._rows = self._paths = None
+        self._current = self._by_length = self._corpus_newest = self._renamed = self._cells = self._rows = self._paths = None
         passages, sentences, p_sent, version_of, ranges, sent_ranges = [], [], [], [], [], []
         by_source: dict[str, list[int]] = {}
         texts = []

@@ -6,7 +6,9 @@ sentence of a passage. A mixin of the Retriever, over the index it builds."""
 from __future__ import annotations
 
 import logging
+import math
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Mapping
 from difflib import SequenceMatcher
@@ -238,6 +240,7 @@ class SourceVersions:
     _headings: dict[int, dict[tuple[str, ...], list[int]]]
     _sentence_starts: np.ndarray
     _current: tuple[dict[str, list[int]], list[str], list[int]] | None
+    _by_length: tuple[list[str], list[int], list[int]] | None
     _renamed: dict[str, str] | None
     _cells: dict[str, list[tuple[int, int, str]]] | None
     _rows: dict[str, list[int]] | None
@@ -357,12 +360,30 @@ class SourceVersions:
         deleted) that states ``sentence`` word for word or nearly (``STILL_STATED``); None when
         none does. A removal needs the fact's absence everywhere: a page that moved, was split or
         renamed takes its sentences with it, and what its old place lost still stands there."""
-        exact, keys, where = self._newest_corpus()
+        exact, _, where = self._newest_corpus()
         key = sentence_key(self.sentences[sentence].text)
         if key in exact:
             return exact[key][0]
-        found = process.extractOne(key, keys, scorer=fuzz.ratio, processor=None, score_cutoff=STILL_STATED)
-        return None if found is None else where[found[2]]
+        # A ratio of STILL_STATED or more bounds the other key's length, so only keys of a length
+        # in that window are compared (hugo: a third of its newest corpus): the same match as over
+        # every key, the first in corpus order among the best.
+        keys, lengths, order = self._newest_by_length()
+        n, cut = len(key), STILL_STATED / 100
+        window = slice(bisect_left(lengths, math.floor(n * cut / (2 - cut))), bisect_right(lengths, math.ceil(n * (2 - cut) / cut)))
+        found = process.extract(key, keys[window], scorer=fuzz.ratio, processor=None, score_cutoff=STILL_STATED, limit=None)
+        if not found:
+            return None
+        best = max(score for _, score, _ in found)
+        return where[min(order[window.start + i] for _, score, i in found if score == best)]
+
+    def _newest_by_length(self) -> tuple[list[str], list[int], list[int]]:
+        """The newest corpus's sentence keys ordered by length (then corpus order), their lengths,
+        and each one's place in corpus order."""
+        if self._by_length is None:
+            keys = self._newest_corpus()[1]
+            order = sorted(range(len(keys)), key=lambda i: (len(keys[i]), i))
+            self._by_length = ([keys[i] for i in order], [len(keys[i]) for i in order], order)
+        return self._by_length
 
     def _newest_corpus(self) -> tuple[dict[str, list[int]], list[str], list[int]]:
         """The sentence keys of the newest version of every source that was not deleted: key ->

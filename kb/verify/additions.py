@@ -111,6 +111,7 @@ def typo_fixed(a: str, b: str) -> bool:
     return misspelt(a, b) or respelt(a, b)
 
 
+@lru_cache(maxsize=65536)  # the same word pairs meet in claim after claim (hugo: 360,000 comparisons)
 def _same(a: str, b: str) -> bool:
     return a == b or _inflection(a) == _inflection(b) or typo_fixed(a, b)
 
