@@ -198,10 +198,16 @@ def score(paths: Path | list[Path], calibration_setting: str = "shipped") -> dic
     return {k: round(v, 4) for k, v in out.items()}
 
 
+_FENCE_LINE = re.compile(r"(?m)^[ \t]*(?:`{3,}|~{3,})[^\n]*$")
+_LINK = re.compile(r"\[([^\]\n]*)\](?:\([^)\n]*\)|\[[^\]\n]*\])")  # [text](target), [text][reference]
+
+
 def _words(text: str) -> str:
     """Text without markup, case or table punctuation: a table row (`| Default: | 20 |`) and its
-    claim (`Default:: 20`) read alike."""
-    return " ".join(re.sub(r"[`*:|]", " ", text.replace("_", "")).lower().split())
+    claim (`Default:: 20`) read alike, and so do a page's lines with their code fences, links and
+    code spans (`` `yarn`). ``) and the words a reader sees ("yarn).")."""
+    text = _LINK.sub(r"\1", _FENCE_LINE.sub(" ", text))
+    return " ".join(re.sub(r"[:|]", " ", re.sub(r"[`*\[\]]", "", text.replace("_", ""))).lower().split())
 
 
 def read_facts(path: Path) -> list[dict]:

@@ -188,3 +188,32 @@ def test_a_fact_the_splitter_cut_into_parts_is_found_through_any_of_them(tmp_pat
     calm = [Verdict("c1", "supported", 0.9, "rules", "exact match"), *verdicts[1:]]
     metrics = facts_recall(SimpleNamespace(claims=parts, verdicts=calm, documents=[document]), read_facts(facts_csv))
     assert (metrics["facts_found"], metrics["facts_without_claim"]) == (0, 0)
+
+
+def test_a_fact_over_a_code_fence_a_link_or_a_code_span_is_held_as_a_reader_sees_it(tmp_path):
+    page = (
+        "# Contributing\n\nRun the test suite while developing:\n\n```bash\nhatch run dev\n```\n\n"
+        "This runs locally with `task docs` (requires `nodejs` & `yarn`).\n\n"
+        "It is off because [delegating the controller](https://example.org/x) is costly.\n"
+    )
+
+    def claim(claim_id: str, text: str, written: str) -> Claim:
+        start = page.index(written)
+        return Claim(claim_id, "contributing.md", "v1", start, start + len(written), text, written)
+
+    claims = [
+        claim("lead", "Run the test suite while developing:", "Run the test suite while developing:"),
+        claim("command", "hatch run dev", "hatch run dev"),
+        claim("docs", "This runs locally with task docs (requires nodejs & yarn).", "This runs locally with `task docs` (requires `nodejs` & `yarn`)."),
+        claim("off", "It is off because delegating the controller is costly.", "It is off because [delegating the controller](https://example.org/x) is costly."),
+    ]  # fmt: skip
+    facts_csv = tmp_path / "facts.csv"
+    facts_csv.write_text(
+        "doc_id,old_text\ncontributing.md,Run the test suite while developing: hatch run dev\n"
+        "contributing.md,This runs locally with task docs (requires nodejs & yarn).\n"
+        'contributing.md,"It is off because [delegating the controller] is costly."\n'
+    )
+    stale = [Verdict(c.claim_id, "stale", 0.9, "rules", "removed") for c in claims]
+    result = SimpleNamespace(claims=claims, verdicts=stale, documents=[SimpleNamespace(doc_id="contributing.md", text=page)])
+    metrics = facts_recall(result, read_facts(facts_csv))
+    assert (metrics["facts_found"], metrics["facts_without_claim"]) == (3, 0)

@@ -102,6 +102,39 @@ def test_and_inside_a_that_clause_joins_its_subjects_not_two_facts():
     assert [c.text for c in claims] == ["The default is that builds run nightly", "reports are kept for 30 days."]
 
 
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        (
+            "The proxy will reject the request and return a 502 error.",
+            ["The proxy will reject the request", "The proxy will return a 502 error."],
+        ),
+        (
+            "The gateway will not cache results and retry requests.",
+            ["The gateway will not cache results", "The gateway will not retry requests."],
+        ),
+        ("Reports can be exported and read by the admin team.", ["Reports can be exported", "Reports can be read by the admin team."]),
+        ("The report can be built nightly and run on demand.", ["The report can be built nightly", "The report can be run on demand."]),
+        (
+            "The local file will always match and take precedence.",
+            ["The local file will always match", "The local file will always take precedence."],
+        ),
+        # a finite verb after "and" takes no modal: "does not ... and requires"
+        (
+            "The gateway does not cache results and requires a token.",
+            ["The gateway does not cache results", "The gateway requires a token."],
+        ),
+        (
+            "The values do not change and are the same in every region.",
+            ["The values do not change", "The values are the same in every region."],
+        ),
+    ],
+)
+def test_a_verb_joined_by_and_keeps_the_modal_it_shares(sentence, expected):
+    _, claims = claims_of(f"{sentence}\n")
+    assert [c.text for c in claims] == expected
+
+
 def test_self_contained_rewrite_keeps_source_text():
     doc, claims = claims_of(
         "---\ntitle: Payments API guide\n---\n# Overview\n\nThe service is hosted in Dublin.\n\n"

@@ -157,6 +157,23 @@ def _open_subordinate(words: list[str]) -> bool:
     return False
 
 
+_MODALS = frozenset("can cannot could will would must should shall may might do does did".split())
+
+
+def _shared_auxiliary(subject: str, words: list[str], vi: int) -> tuple[str, str]:
+    """For a clause whose verb ``words[vi]`` is a modal ("can", "will", "does"): the subject with
+    the modal (and a "not" or an adverb after it), and the same with a "be" that follows ("" where none), which
+    a right conjunct in its base form shares: "You can install and run it" -> "You can run it",
+    "This can be set up and run" -> "This can be run". ("", "") for any other verb."""
+    if vi <= 0 or words[vi].lower() not in _MODALS:
+        return "", ""
+    k = vi + 1
+    while k < len(words) and (words[k].lower() == "not" or words[k].lower() in _ADVERBS):
+        k += 1  # "will not", "will always": both parts are negated, or always
+    modal = " ".join([subject, *words[vi:k]])
+    return modal, (f"{modal} {words[k]}" if k < len(words) and words[k].lower() == "be" else "")
+
+
 def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
     """Split coordinated facts; [] when there is nothing to split.
 
@@ -175,6 +192,7 @@ def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
     verb = head[vi].lower() if vi > 0 else ""
     if verb in ("is", "are", "was", "were") and vi + 1 < len(head) and _PARTICIPLE.match(head[vi + 1].lower()):
         prefix_subject = f"{subject} {head[vi]}"  # "Results are written ... and read" -> "Results are read"
+    modal_subject, passive_subject = _shared_auxiliary(subject, head, vi)
     inside = _bracketed(text)
     for m in _AND.finditer(text):
         if len(cuts) >= _MAX_COORD_DEPTH:
@@ -209,6 +227,11 @@ def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
                 prefix = prefix_subject
                 if first in VERB_WORDS - _PARTICIPLES and prefix != subject:
                     prefix = subject  # "are kept and can be ..." -> no auxiliary copied
+                if passive_subject and _PARTICIPLE.match(first):
+                    prefix = passive_subject
+                elif modal_subject and first in BASE_VERBS and first not in _AUX:
+                    # a finite verb ("and requires", "and are") has no modal before it
+                    prefix = modal_subject
                 cuts.append((m.start(), m.end(), prefix))
                 piece_start = m.end()
                 continue
@@ -225,6 +248,7 @@ def _split_coordination(text: str, start: int) -> list[tuple[int, int, str]]:
         piece_start = m.end()
         subject = prefix_subject = rsubj
         verb = after_words[rvi].lower()
+        modal_subject, passive_subject = _shared_auxiliary(rsubj, after_words, rvi)
     if not cuts:
         return []
     out: list[tuple[int, int, str]] = []
