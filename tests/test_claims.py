@@ -511,3 +511,14 @@ def test_a_lead_in_before_a_code_block_is_checked_when_it_names_what_it_states()
         "Pass --strict or one of these: --fast",
         "Pass --strict or one of these: --slow",
     ]
+
+
+def test_a_word_after_an_article_is_never_the_verb_of_its_clause():
+    # "limits" and "recommended" look like verbs; after "The" they are a noun and its modifier
+    _, claims = claims_of("The limits do not change and are the same in every region.\n")
+    assert [c.text for c in claims] == ["The limits do not change", "The limits are the same in every region."]
+    _, claims = claims_of("# Locking\n\nThe recommended setup keeps a lock file. It pins every version.\n")
+    assert [c.text for c in claims if c.checkworthy] == [
+        "The recommended setup keeps a lock file.",
+        "The recommended setup pins every version.",
+    ]

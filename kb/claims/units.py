@@ -95,6 +95,8 @@ def _first_verb_index(words: list[str]) -> int:
     for i, w in enumerate(words):
         if i == 0:
             continue  # the subject comes first ("Builds run ...": "Builds" is a noun here)
+        if words[i - 1].lower() in _ARTICLES:
+            continue  # a word after an article is a noun or its modifier ("The limits do ...", "The recommended way")
         lw = w.lower().strip(",")
         if lw in VERB_WORDS or (i > 0 and lw in BASE_VERBS and words[i - 1].lower() not in _DETERMINERS):
             return i
@@ -106,6 +108,8 @@ def _first_verb_index(words: list[str]) -> int:
 _PARTICIPLES = frozenset("read kept built sent made given written taken shown known run set put held paid sold done".split())
 _PARTICIPLE = re.compile(r"^(?:\w+ed|\w+en|read|kept|built|sent|made|given|taken|shown|known|run|set|put|held|paid|sold|done)$")
 _DETERMINERS = frozenset("a an the this that these those each every any some no our your their its my".split())
+# determiners that are never a subject themselves ("this" and "that" are: "This runs ...")
+_ARTICLES = frozenset("a an the each every any some no our your their its my".split())
 
 
 _MAX_COORD_CHARS = 600  # longer "sentences" are lists or run-ons: not split on "and"
