@@ -108,8 +108,8 @@ def _first_verb_index(words: list[str]) -> int:
 _PARTICIPLES = frozenset("read kept built sent made given written taken shown known run set put held paid sold done".split())
 _PARTICIPLE = re.compile(r"^(?:\w+ed|\w+en|read|kept|built|sent|made|given|taken|shown|known|run|set|put|held|paid|sold|done)$")
 _DETERMINERS = frozenset("a an the this that these those each every any some no our your their its my".split())
-# determiners that are never a subject themselves ("this" and "that" are: "This runs ...")
-_ARTICLES = frozenset("a an the each every any some no our your their its my".split())
+# determiners that are never a subject themselves (the demonstratives are: "This runs ...")
+_ARTICLES = _DETERMINERS - {"this", "that", "these", "those"}
 
 
 _MAX_COORD_CHARS = 600  # longer "sentences" are lists or run-ons: not split on "and"
