@@ -109,6 +109,22 @@ def test_a_command_only_an_old_version_shows_is_stale_unless_elided_or_scaffoldi
                                         [SUP, NEI], TODAY).rationale) == "stale/dropped"  # fmt: skip
 
 
+def test_a_command_no_release_shows_stays_stale_when_the_model_refutes_it_through_another_sentence():
+    # the model reads a sentence about settings as refuting "widget run lint:fmt"; the two are not
+    # counterparts, so the refutation says nothing of the command, which no release shows any more
+    c = claim("widget run lint:fmt", reason=COMMAND_NOTE)
+    model_ref = Judgement("refutes", 0.9, "model", "model: refutes (p=0.90)")
+    evidence = [ev(day=OLD, sentence=c.text), ev(day=NEW, rank=2, sentence="Settings for every tool live in widget.toml.")]
+    v = decide(c, evidence, [SUP, model_ref], TODAY)
+    assert v.label == "stale" and COMMAND_GONE in v.rationale, v
+    # the newest corpus still showing it elsewhere keeps it, and prose keeps the uncertain reading
+    shown = ev("other.md", day=NEW, rank=3, sentence=c.text)
+    assert decide(c, [*evidence, shown], [SUP, model_ref, NEI], TODAY).label != "stale"
+    prose = claim("The formatter is run with widget run lint:fmt.")
+    v = decide(prose, [ev(day=OLD, sentence=prose.text), evidence[1]], [SUP, model_ref], TODAY)
+    assert v.label == "uncertain" and "not its counterpart" in v.rationale, v
+
+
 def test_only_old_version_supports_and_its_sentence_was_rewritten_is_stale():
     c = claim("By default, Traefik uses Jaeger as tracing backend.")
     old = ev("tracing.md", OLD, sentence=c.text)

@@ -523,6 +523,11 @@ def _decide(
             rewrite = None if vague else _placed_rewrite(claim, base, history, current, th, elsewhere, renames)
             if rewrite:
                 return rewrite
+            # a model refutation by a sentence that is not the command's counterpart says nothing
+            # of a command: one that no release shows any more is as stale as with no refutation
+            dropped = _dropped_command(claim, base, [h[2:] for h in stale_hits], current)
+            if dropped:
+                return dropped
             e_new, j_new, e_old, _ = stale_hits[0]
             return _uncertain(
                 claim, base,
@@ -637,10 +642,9 @@ def _decide(
         )  # fmt: skip
     if old_sup:
         e, j = old_sup[0]
-        # a command names its own subject, however short: "pip install ghp-import" is not vague
-        if (claim.reason == COMMAND_NOTE and not elided(claim.text) and not generic_step(claim.text)
-                and _stated_nearly_as_written(claim, current) is None):  # fmt: skip
-            return _command_dropped(claim, base, e, j)
+        dropped = _dropped_command(claim, base, old_sup, current)
+        if dropped:
+            return dropped
         return _uncertain(
             claim, base,
             f"only an older version ({e.source_id}, {_d(e)}) supports; the newest version no longer states it",
@@ -939,6 +943,18 @@ def _stated_nearly_as_written(claim: Claim, current) -> Evidence | None:
                     and same_statement(claim.source_text or claim.text, e.sentence or "", code_words(claim.source_text))):  # fmt: skip
                 return e
     return None
+
+
+def _dropped_command(claim: Claim, base: dict, old_sup, current) -> Verdict | None:
+    """Stale as a command no longer shown (``_command_dropped``) where the claim is a command an
+    older version supported and the newest corpus shows nowhere nearly as written; else None.
+    A command names its own subject, however short: "pip install ghp-import" is not vague."""
+    if not old_sup or claim.reason != COMMAND_NOTE or elided(claim.text) or generic_step(claim.text):
+        return None
+    if _stated_nearly_as_written(claim, current) is not None:
+        return None
+    e, j = old_sup[0]
+    return _command_dropped(claim, base, e, j)
 
 
 def _command_dropped(claim: Claim, base: dict, e: Evidence, j: Judgement) -> Verdict:
