@@ -138,6 +138,34 @@ def test_only_harmless_additions_count():
     assert added_beside("Supported formats are gzip, deflate and brotli.", "Supported formats are gzip and deflate.") is None
 
 
+def test_a_segment_added_to_a_path_or_a_url_is_another_place_not_words_beside_the_claim():
+    windows = r"The cache lives in %LOCALAPPDATA%\widget on Windows as the platform defines it."
+    assert added_beside(windows, r"The cache lives in %LOCALAPPDATA%\widget\widget on Windows as the platform defines it.") is None
+    judged = judge_rules(windows, r"The cache lives in %LOCALAPPDATA%\widget\widget on Windows as the platform defines it.")
+    assert judged is not None and judged.relation == "refutes", judged
+    assert (judged.claim_value, judged.evidence_value) == (r"%LOCALAPPDATA%\widget", r"%LOCALAPPDATA%\widget\widget"), judged
+    assert (
+        added_beside(
+            "Settings are read from ~/.config/widget on every start.", "Settings are read from ~/.config/widget/v2 on every start."
+        )
+        is None
+    )
+    archived = "The talk is online at https://example.org/talks/widget/ for everyone."
+    assert (
+        added_beside(archived, "The talk is online at https://archive.example.net/2025/https://example.org/talks/widget/ for everyone.")
+        is None
+    )
+    # the path kept whole, with words added around it, still states the claim
+    assert added_beside(windows, r"The cache lives in %LOCALAPPDATA%\widget on Windows, as the platform defines it.") is not None
+    assert added_beside("See docs/config.md for the options.", "See docs/config.md for all the options.") is not None
+    # a link moved to https is the same page; a shortcode's {{%/* */%}} is no path
+    linked = "The index page is fetched from http://example.org/simple/widget for each package."
+    judged = judge_rules(linked, linked.replace("http://", "https://"))
+    assert judged is not None and judged.relation == "supports", judged
+    shortcode = "If you use the {{%/* */%}} notation, the rendered shortcode is included in the map."
+    assert added_beside(shortcode, shortcode.replace("rendered shortcode", "rendered inner shortcode")) is not None
+
+
 def test_a_lead_in_with_a_line_in_front_or_a_named_subject_is_still_the_lead_in():
     item = replace(_claim("a", "Clients also support features that the top-level API lacks, such as: Using HTTP/2."),
                    source_text="Using HTTP/2.", reason="lead-in attached")  # fmt: skip

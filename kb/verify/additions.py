@@ -5,9 +5,10 @@ in one ("inititalised" -> "initialised") still states the claim. Documentation g
 zstd"; "lifespan events" -> "ASGI lifespan events"), and none of it changes the claim's fact.
 
 What does change it is never an addition of this kind: a negation, a condition, an alternative to
-what the claim requires, another item after "only", a number, or a qualifying phrase ("on Linux",
-"containing a [tool.black] section"). Those, and any replaced or dropped content word, leave the
-judgement to the other rules."""
+what the claim requires, another item after "only", a number, a qualifying phrase ("on Linux",
+"containing a [tool.black] section"), or a segment added to a path or a URL ("AppData\\Local\\pdm"
+-> "AppData\\Local\\pdm\\pdm": another folder). Those, and any replaced or dropped content word, leave
+the judgement to the other rules."""
 
 from __future__ import annotations
 
@@ -19,7 +20,17 @@ from kb.verify.slots import is_code_case, normalize, word_tokens
 from kb.verify.spelling import respelt
 from kb.verify.vocabulary import NEGATIONS
 
-__all__ = ["ADDED_CONFIDENCE", "ADDED_NOTE", "added_beside", "entry_name", "misspelt", "respelt_only", "typo_fixed"]
+__all__ = [
+    "ADDED_CONFIDENCE",
+    "ADDED_NOTE",
+    "added_beside",
+    "changed_path",
+    "entry_name",
+    "misspelt",
+    "paths_kept",
+    "respelt_only",
+    "typo_fixed",
+]
 
 # Sure enough that the model does not read the added words as a change (it refuted such pairs at
 # 0.9 and more: an added list item, an added "ASGI" before "lifespan events").
@@ -50,6 +61,10 @@ _WORD = re.compile(r"\w")
 # (at the claim's start, or after a list's lead-in attached to it: "... the following values: source - ...")
 _ENTRY_NAME = re.compile(r"(?:^|:\s)\s*[`'\"*]*(?P<name>[\w.-]+)[`'\"*]*\s+[-\u2013\u2014:]\s")
 _INFLECTED = re.compile(r"(?:ly|ing|ed|es|s|e)$")
+# a path or a URL: its segments are split into words, so one added among them would read as a
+# modifier; it names another file, folder or page
+_PATH = re.compile(r"[^\s`'\"()<>\[\]]*[\w%~.][\\/]\.?\w[^\s`'\"()<>\[\]]*")
+_SCHEME = re.compile(r"\bhttps?://")
 
 
 @lru_cache(maxsize=65536)
@@ -174,7 +189,7 @@ def _beside(claim_text: str, sentence: str) -> tuple[list[str], list[str]] | Non
     c, e = _tokens(claim_text), _tokens(sentence)
     core = [(i, t) for i, t in enumerate(c) if t not in _FILLERS]
     n_words = sum(1 for t in c if _WORD.search(t))
-    if n_words < MIN_WORDS or c == e:
+    if n_words < MIN_WORDS or c == e or not paths_kept(claim_text, sentence):
         return None
     # the claim's words other than fillers, found in order (leftmost); what lies between is added
     found: list[tuple[int, int]] = []
@@ -206,3 +221,26 @@ def _beside(claim_text: str, sentence: str) -> tuple[list[str], list[str]] | Non
             return None
         added.append(" ".join(ins).replace(" ,", ",").replace("( ", "(").replace(" )", ")"))
     return added, [f"{c[i]} -> {e[k]}" for i, k in found if c[i] != e[k]]
+
+
+def paths_kept(claim_text: str, sentence: str) -> bool:
+    """Every path or URL of the claim stands whole in ``sentence``, not inside a longer one."""
+    return changed_path(claim_text, sentence) is None
+
+
+def changed_path(claim_text: str, sentence: str) -> tuple[str, str] | None:
+    """The first path or URL of the claim that does not stand whole in ``sentence``, with the
+    sentence's path that holds it inside a longer one ("...\\Local\\pdm" in "...\\Local\\pdm\\pdm")
+    or "" where none does; None when every one stands whole."""
+    if "/" not in claim_text and "\\" not in claim_text:
+        return None
+    # the scheme aside: a link moved to https is the same page
+    bare = _SCHEME.sub("", sentence)
+    for m in _PATH.finditer(claim_text):
+        written = m.group().rstrip(".,;:!?")
+        path = _SCHEME.sub("", written)
+        if not path or re.search(r"(?<![\w./\\-])" + re.escape(path) + r"(?![\w/\\-])", bare):
+            continue
+        longer = next((x.group().rstrip(".,;:!?") for x in _PATH.finditer(sentence) if path in _SCHEME.sub("", x.group())), "")
+        return written, longer
+    return None

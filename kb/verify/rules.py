@@ -30,7 +30,7 @@ from difflib import SequenceMatcher
 
 from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.records import Judgement
-from kb.verify.additions import ADDED_CONFIDENCE, ADDED_NOTE, added_beside, typo_fixed
+from kb.verify.additions import ADDED_CONFIDENCE, ADDED_NOTE, added_beside, changed_path, typo_fixed
 from kb.verify.extension import _continues, _ended, _extension, _extension_kind
 from kb.verify.numbers import NUMBERS_ONLY as NUMBERS_ONLY
 from kb.verify.numbers import NUMBERS_ONLY_CONFIDENCE as NUMBERS_ONLY_CONFIDENCE
@@ -71,6 +71,7 @@ CONFIDENCE = {
     "version": 0.93,
     "setting": 0.93,
     "identifier": 0.85,
+    "path": 0.9,  # every other word stands: surer than an identifier the evidence lacks
     "enumeration": 0.85,
     "entity": 0.80,
     "negation": 0.80,
@@ -187,6 +188,13 @@ def _judge(claim_text: str, sentence: str) -> Judgement | None:
         if j.evidence_value and ev:
             rationale = rationale.replace(f"vs evidence {j.evidence_value}", f"vs evidence {ev}", 1)
         j = Judgement(j.relation, j.confidence, j.tier, rationale, cv, ev)
+    if j is not None and j.relation == "supports":
+        # its words all there, but a path of the claim gained a segment: another place
+        moved = changed_path(claim_text, sentence)
+        if moved is not None:
+            if not moved[1]:
+                return None
+            return Judgement("refutes", CONFIDENCE["path"], "rules", f"path: claim {moved[0]} vs evidence {moved[1]}", *moved)
     return j
 
 
