@@ -22,6 +22,8 @@ RESTATED = [
      "For pure Python projects (no C extensions), set wheel_build_env to the same value as package_env."),
     ("Nox might be useful if you find tox's configuration too limiting.",
      "It might be useful if you find tox configuration too limiting."),
+    # a failure both name is no change of outcome
+    ("If the download fails, the installer retries it three times.", "When the download fails, the installer retries it three times."),
     # a key chord in another notation is the same key
     ("In the files panel, press <c-t> to provision a test environment for these tools.",
      "In the files panel, press ctrl+t to set up environments for them."),
@@ -70,6 +72,12 @@ CHANGED = [
         "Automatic User Provision: Disable if you want users to be created in Kasm Workspaces.",
     ),
     ("Set timeout to 30 and retries to 5.", "Retries: Set timeout to 30 and to 5."),
+    # an outcome of failure put where the claim had the action succeed
+    (
+        "Files listed here will overwrite any path that other options already included.",
+        "Attempting to overwrite any path that other options already included will raise an error.",
+    ),
+    ("Unknown keys in the config file are ignored by the loader.", "Unknown keys in the config file are rejected by the loader."),
 ]
 
 

@@ -43,11 +43,15 @@ from kb.verify.vocabulary import NEGATIONS
 
 # words whose change is a change of fact although they are plain prose: a status, a bound, a
 # quantifier. On the claim's side alone (dropped) only those that are a status count: "tox
-# always builds" / "tox builds" and "it's recommended to set X" / "set X" say the same.
+# always builds" / "tox builds" and "it's recommended to set X" / "set X" say the same. An
+# outcome of failure is a status too: "X will overwrite Y" / "attempting to overwrite Y will
+# raise an error" share every other word and state the opposite.
 STATUS_WORDS = frozenset(
     """required optional mandatory default defaults deprecated deprecation removed experimental
     stable beta alpha preview unstable enabled disabled enable disable supported unsupported
-    must never only none minimum maximum min max least most public private free paid""".split()
+    must never only none minimum maximum min max least most public private free paid
+    error errors fail fails failed failure raise raises reject rejects rejected forbidden
+    prohibited disallowed invalid""".split()
 )
 SHADING_WORDS = frozenset(
     """always all every any both either more less fewer faster slower before after earlier later
