@@ -464,6 +464,18 @@ def test_a_directory_renamed_with_a_leading_underscore_is_a_changed_fact(tmp_pat
     assert verdicts["A shortcode is called by its file name from any content file."].label == "supported"
 
 
+def audit_with_timeout_changed_in_v1_1(docs: str, sources: str, cache: Path) -> dict:
+    """The verdicts by sentence of an audit whose sources' v1.1.0 changed GUIDE_V1's timeout,
+    checked to read that change against the older version, dated 2024-01-10."""
+    settings = Settings(docs=docs, sources=[sources], today=date(2024, 6, 10), depth="D1", full=True).validate()
+    result = run_audit(settings, cache_dir=cache)
+    verdicts = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
+    changed = verdicts["The default timeout is 30 seconds."]
+    assert changed.label == "stale", changed
+    assert "older version (2024-01-10)" in changed.rationale, changed
+    return verdicts
+
+
 def test_the_kbs_own_release_is_the_oldest_version_of_the_sources_of_its_repository(tmp_path):
     """The KB read at v1.0.0, the sources at the two later releases only: the first of them
     already changed the timeout, and the KB's own page is the version it changed. A page the
@@ -480,15 +492,28 @@ def test_the_kbs_own_release_is_the_oldest_version_of_the_sources_of_its_reposit
     assert with_kb_release(f"git:{repo}@tags:docs", docs) == (f"git:{repo}@tags:docs", None)
     assert with_kb_release(f"git:{repo}@v1.0.0:docs", f"git:{repo}@v1.1.0:docs") == (f"git:{repo}@v1.0.0:docs", None)
     assert with_kb_release(str(tmp_path / "folder"), docs) == (str(tmp_path / "folder"), None)
-    settings = Settings(docs=docs, sources=[sources], today=date(2024, 6, 10), depth="D1", full=True).validate()
-    result = run_audit(settings, cache_dir=tmp_path / "cache")
-    verdicts = {c.source_text: v for c in result.claims for v in result.verdicts if v.claim_id == c.claim_id}
-    changed = verdicts["The default timeout is 30 seconds."]
-    assert changed.label == "stale", changed
-    assert "older version (2024-01-10)" in changed.rationale, changed
+    verdicts = audit_with_timeout_changed_in_v1_1(docs, sources, tmp_path / "cache")
     assert verdicts["Uploads are limited to 10 MB per file."].label == "supported"
     # a page only the KB's release holds is no older version of anything: not a removal
     assert verdicts["The service answers every request within two seconds of its arrival."].label == "uncertain"
+
+
+def test_a_kb_commit_on_top_of_a_release_reads_that_release_as_the_oldest_version(tmp_path):
+    """The KB is a team's edit on top of v1.0.0 (a sentence added), the sources the later release:
+    v1.0.0 is what v1.1.0 changed, so the timeout reads as stale; the team's own new sentence is
+    in no release and was removed from none."""
+    repo = make_repo(tmp_path)
+    release(repo, "v1.0.0", "2024-01-10", {"docs/guide.md": GUIDE_V1})
+    git(repo, "checkout", "-q", "-b", "edits")
+    write(repo, {"docs/guide.md": GUIDE_V1 + "\nThe guide is reviewed by the support team every week.\n"})
+    git(repo, "commit", "-q", "-am", "a day's edits", when="2024-01-10")
+    edited = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "main")
+    release(repo, "v1.1.0", "2024-06-10", {"docs/guide.md": GUIDE_V2})
+    docs, sources = f"git:{repo}@{edited}:docs", f"git:{repo}@v1.1.0:docs"
+    assert with_kb_release(sources, docs) == (f"git:{repo}@v1.0.0,v1.1.0:docs", "v1.0.0")
+    verdicts = audit_with_timeout_changed_in_v1_1(docs, sources, tmp_path / "cache")
+    assert verdicts["The guide is reviewed by the support team every week."].label == "uncertain"
 
 
 def test_a_lead_in_before_a_code_block_is_stale_only_when_a_value_of_its_own_changed(tmp_path):

@@ -90,12 +90,25 @@ def check(text: str) -> GitSpec:
     return spec
 
 
+def _tag_on(repo: pygit2.Repository, commit: pygit2.Oid) -> str | None:
+    """A tag naming ``commit`` (the first by name), so that the versions read there carry the
+    release's name, as they do when the KB names the release itself."""
+    for name in sorted(r for r in repo.references if r.startswith("refs/tags/")):
+        try:
+            if repo.revparse_single(name).peel(pygit2.Commit).id == commit:
+                return name.removeprefix("refs/tags/")
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            continue
+    return None
+
+
 def with_kb_release(source: str, docs: str) -> tuple[str, str | None]:
     """The git source ``source`` with the KB's own rev read as its oldest version, when the KB
     (``docs``) is read from the same repository at one rev that the source's explicit revs leave
     out and that is no newer than the first of them: the KB's pages are then the oldest versions
     of the source's pages, so a sentence the first later release already changed or dropped is
-    read as changed, not as a sentence no source ever held.
+    read as changed, not as a sentence no source ever held. A KB commit off the releases' line is
+    read through the commit where it left it (their merge base).
 
     Returns the source and the rev it gained (None: any other source comes back as it is)."""
     unchanged = (source, None)
@@ -110,8 +123,16 @@ def with_kb_release(source: str, docs: str) -> tuple[str, str | None]:
             return unchanged
         kb_commit = repo.revparse_single(kb.revs[0]).peel(pygit2.Commit)
         firsts = [repo.revparse_single(r).peel(pygit2.Commit) for r in src.revs]
+        base = repo.merge_base(kb_commit.id, firsts[0].id)
     except (GitSpecError, pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
         return unchanged  # the source's own loading reports what is wrong with it
     if any(c.id == kb_commit.id for c in firsts) or kb_commit.committer.time > firsts[0].committer.time:
         return unchanged
-    return str(GitSpec(repo=src.repo, revs=(kb.revs[0], *src.revs), path=src.path)), kb.revs[0]
+    rev = kb.revs[0]
+    if base is not None and base != kb_commit.id and base not in {c.id for c in firsts}:
+        # The KB's commit is a side branch of the releases (a team's edits on top of one): the
+        # later releases changed the commit they grew from, not the team's edits, so that commit
+        # is their oldest version; and the audit after a day's edits reads the same corpus as
+        # the one before, its searches and verdicts still cached.
+        rev = _tag_on(repo, base) or str(base)
+    return str(GitSpec(repo=src.repo, revs=(rev, *src.revs), path=src.path)), rev
