@@ -125,6 +125,26 @@ def test_a_command_no_release_shows_stays_stale_when_the_model_refutes_it_throug
     assert v.label == "uncertain" and "not its counterpart" in v.rationale, v
 
 
+def test_a_removed_sentence_whose_flags_the_newest_corpus_names_nowhere_is_stale_through_another_sentence():
+    # the model reads "lint-* scripts are used by widget check" as refuting the removed sentence;
+    # the two are not counterparts, but no newest passage names --formatter or --linter: removed
+    c = claim("The format-* scripts correspond to the --formatter flag while the lint-* scripts correspond to the --linter flag.")
+    model_ref = Judgement("refutes", 0.92, "model", "model: refutes (p=0.92)")
+    old = dataclasses.replace(ev(day=OLD, sentence=c.text), removed_in="v1.18.0")
+    other = ev(day=NEW, rank=2, sentence="The lint-* scripts are used by widget check while the format-* scripts are used by widget fmt.")
+    v = decide(c, [old, other], [SUP, model_ref], TODAY)
+    assert v.label == "stale" and "removed in v1.18.0" in v.rationale and "--formatter, --linter" in v.rationale, v
+    # a newest passage still naming one of them keeps the uncertain reading, as does a sentence
+    # with no flag, or one whose sentence the newest version still has a counterpart of
+    named = ev("cli.md", day=NEW, rank=3, sentence="Pass --linter to run only the linter.")
+    assert "not its counterpart" in decide(c, [old, other, named], [SUP, model_ref, NEI], TODAY).rationale
+    prose = claim("The format scripts correspond to the formatter while the lint scripts correspond to the linter.")
+    old_prose = dataclasses.replace(ev(day=OLD, sentence=prose.text), removed_in="v1.18.0")
+    assert "not its counterpart" in decide(prose, [old_prose, other], [SUP, model_ref], TODAY).rationale
+    kept = dataclasses.replace(old, removed_in="")
+    assert "not its counterpart" in decide(c, [kept, other], [SUP, model_ref], TODAY).rationale
+
+
 def test_only_old_version_supports_and_its_sentence_was_rewritten_is_stale():
     c = claim("By default, Traefik uses Jaeger as tracing backend.")
     old = ev("tracing.md", OLD, sentence=c.text)

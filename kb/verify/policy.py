@@ -528,6 +528,9 @@ def _decide(
             dropped = _dropped_command(claim, base, [h[2:] for h in stale_hits], current)
             if dropped:
                 return dropped
+            gone = _flags_gone(claim, base, [h[2:] for h in stale_hits], current, th)
+            if gone:
+                return gone
             e_new, j_new, e_old, _ = stale_hits[0]
             return _uncertain(
                 claim, base,
@@ -955,6 +958,31 @@ def _dropped_command(claim: Claim, base: dict, old_sup, current) -> Verdict | No
         return None
     e, j = old_sup[0]
     return _command_dropped(claim, base, e, j)
+
+
+_LONG_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*[A-Za-z0-9]")
+
+
+def _flags_gone(claim: Claim, base: dict, old_sup, current, th: dict[str, float]) -> Verdict | None:
+    """Stale as removed where the claim's sentence is gone from its page and every long flag it
+    names (``--formatter``) is gone with it: no passage of the newest corpus found for it names
+    one. A refutation the model read into another sentence then says nothing either way, and a
+    flag has no other words that could state the fact on: the option itself is what was said."""
+    flags = {m.group() for m in _LONG_FLAG.finditer(claim.source_text or claim.text)}
+    removed = [(e, j) for e, j in old_sup if e.removed_in and j.confidence >= th["support"]]
+    if not flags or not removed:
+        return None
+    pattern = re.compile("|".join(rf"(?<![\w-]){re.escape(f)}(?![\w-])" for f in sorted(flags)))
+    if any(pattern.search(e.passage or e.sentence or "") for items in current.values() for e, _ in items):
+        return None
+    e, j = max(removed, key=lambda p: p[1].confidence)
+    return Verdict(
+        **base, label="stale", confidence=round(min(j.confidence, 0.9), 4), tier=j.tier,
+        rationale=f"{e.source_id}: older version ({_d(e)}) supports ({j.rationale}); removed in {e.removed_in}: "
+        f"the newest version has no counterpart, and no newest passage names {', '.join(sorted(flags))}",
+        gap_type="technical", gap_severity=_severity(claim, "stale"),
+        action=f"{REMOVED_ACTION} {e.removed_in}: delete the sentence or rewrite it (review)",
+    )  # fmt: skip
 
 
 def _command_dropped(claim: Claim, base: dict, e: Evidence, j: Judgement) -> Verdict:
