@@ -517,6 +517,9 @@ def _decide(
         # ... and about the claim's own option or function: a model reading of another one's line
         # ("deps.optimizer.web was renamed" for "client.setTest was renamed") pairs with nothing
         paired = [h for h in paired if not (_model_only(h[1]) and _other_names(claim, h[0].sentence))]
+        # ... and for a list item read with its lead-in, not a newest lead-in read as reworded:
+        # "... Provider:" -> "..., use the following instructions:" says nothing of the item
+        paired = [h for h in paired if not _reworded_lead_in(claim, h[0].sentence, h[1])]
         if stale_hits and not paired:
             # the diff of the two versions still puts a rewritten sentence where the supporting
             # one stood: stale as rewritten, whatever the unrelated sentence says
@@ -722,6 +725,16 @@ def _fragment(claim: Claim) -> bool:
     judged documentation samples, none was real.)"""
     words = [t for t in word_tokens(claim.source_text or claim.text) if any(ch.isalnum() for ch in t)]
     return len(words) <= MAX_FRAGMENT_WORDS
+
+
+def _reworded_lead_in(claim: Claim, newest: str | None, j: Judgement) -> bool:
+    """Whether ``newest`` is a lead-in that the rules read only as a rewording of a list item's
+    claim ("revision: ...") or the model alone read as refuting it: a lead-in's values (a changed
+    version, a count) are read by the slot rules, and are changes; its other words are not the
+    item's."""
+    if claim.reason != LEAD_IN_ATTACHED or not (newest or "").rstrip().endswith(":"):
+        return False
+    return _model_only(j) or j.rationale.startswith("revision:")
 
 
 def _model_only(j: Judgement) -> bool:
