@@ -639,13 +639,7 @@ def _decide(
                 f"heading, {where}: {(kept.sentence or '')[:200]}",
                 j.confidence, kind="revised", tier="rules",
             )  # fmt: skip
-        return Verdict(
-            **base, label="stale", confidence=round(min(j.confidence, 0.9), 4), tier=j.tier,
-            rationale=f"{e.source_id}: older version ({_d(e)}) supports ({j.rationale}); removed in {e.removed_in}: "
-            "the newest version has no counterpart",
-            gap_type="technical", gap_severity=_severity(claim, "stale"),
-            action=f"{REMOVED_ACTION} {e.removed_in}: delete the sentence or rewrite it (review)",
-        )  # fmt: skip
+        return _removed(claim, base, e, j)
     if old_sup:
         e, j = old_sup[0]
         dropped = _dropped_command(claim, base, old_sup, current)
@@ -989,10 +983,16 @@ def _flags_gone(claim: Claim, base: dict, old_sup, current, th: dict[str, float]
     if any(pattern.search(e.passage or e.sentence or "") for items in current.values() for e, _ in items):
         return None
     e, j = max(removed, key=lambda p: p[1].confidence)
+    return _removed(claim, base, e, j, f", and no newest passage names {', '.join(sorted(flags))}")
+
+
+def _removed(claim: Claim, base: dict, e: Evidence, j: Judgement, why: str = "") -> Verdict:
+    """Stale: the older version ``e`` supported the claim (``j``) and the newest version of its
+    source has no counterpart of that sentence; ``why`` adds what else says it is gone."""
     return Verdict(
         **base, label="stale", confidence=round(min(j.confidence, 0.9), 4), tier=j.tier,
         rationale=f"{e.source_id}: older version ({_d(e)}) supports ({j.rationale}); removed in {e.removed_in}: "
-        f"the newest version has no counterpart, and no newest passage names {', '.join(sorted(flags))}",
+        f"the newest version has no counterpart{why}",
         gap_type="technical", gap_severity=_severity(claim, "stale"),
         action=f"{REMOVED_ACTION} {e.removed_in}: delete the sentence or rewrite it (review)",
     )  # fmt: skip
