@@ -27,7 +27,6 @@ __all__ = [
     "changed_path",
     "entry_name",
     "misspelt",
-    "paths_kept",
     "respelt_only",
     "typo_fixed",
 ]
@@ -189,7 +188,7 @@ def _beside(claim_text: str, sentence: str) -> tuple[list[str], list[str]] | Non
     c, e = _tokens(claim_text), _tokens(sentence)
     core = [(i, t) for i, t in enumerate(c) if t not in _FILLERS]
     n_words = sum(1 for t in c if _WORD.search(t))
-    if n_words < MIN_WORDS or c == e or not paths_kept(claim_text, sentence):
+    if n_words < MIN_WORDS or c == e or changed_path(claim_text, sentence) is not None:
         return None
     # the claim's words other than fillers, found in order (leftmost); what lies between is added
     found: list[tuple[int, int]] = []
@@ -221,11 +220,6 @@ def _beside(claim_text: str, sentence: str) -> tuple[list[str], list[str]] | Non
             return None
         added.append(" ".join(ins).replace(" ,", ",").replace("( ", "(").replace(" )", ")"))
     return added, [f"{c[i]} -> {e[k]}" for i, k in found if c[i] != e[k]]
-
-
-def paths_kept(claim_text: str, sentence: str) -> bool:
-    """Every path or URL of the claim stands whole in ``sentence``, not inside a longer one."""
-    return changed_path(claim_text, sentence) is None
 
 
 def changed_path(claim_text: str, sentence: str) -> tuple[str, str] | None:
