@@ -172,9 +172,12 @@ def test_the_collector_waits_longer_only_while_audits_run(tmp_path):
         gc.set_threshold(*saved)
 
 
-def test_embedding_reports_progress(tmp_path):
+def test_embedding_reports_progress(tmp_path, monkeypatch):
     from kb.evidence.embed import Embedder
 
+    # every update reaches the listener: the ONNX encoder embeds 600 short texts within the
+    # half second between events a console gets, so the default interval would show none
+    monkeypatch.setattr(progress, "MIN_INTERVAL", 0.0)
     events: list[progress.Event] = []
     texts = [f"Short sentence number {i} about the cache." for i in range(600)]
     with progress.listening(events.append):
