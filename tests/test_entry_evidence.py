@@ -198,12 +198,14 @@ def test_a_cell_read_without_the_history_note_it_ended_with(tmp_path):
 def test_history_notes_terms_and_field_names_are_recognised():
     for note in ("Added in version 1.2.", "New in v0.123.0", "Since: v1.13", "Since: v1.17 (pro)",
                  "This field was introduced in v1.4.", "The `foo` option was added in 2.3", "Changed in version 2.0.",
-                 "This field was introduced in Acme v3.4.", "New in Acme Cloud 2.1"):  # fmt: skip
+                 "This field was introduced in Acme v3.4.", "New in Acme Cloud 2.1",
+                 "Version: Since Acme 0.34.0", "Since Acme 1.0.0-beta.3"):  # fmt: skip
         assert history_note(note), note
     # a note that goes on with a fact states that fact
     # so does one on what runs where: a release that drops "Supported in Python 3.8" changed it
     for fact in ("Changed in version 2.0: the default is 5.", "Since 2.0 the default is 5", "The default is 5 since 2.0.",
-                 "Supported in Python 3.8", "Added in Acme 2.0 with the cache"):  # fmt: skip
+                 "Supported in Python 3.8", "Added in Acme 2.0 with the cache", "Version: 2.0",
+                 "Since Acme 2.0 the default is 5"):  # fmt: skip
         assert not history_note(fact), fact
     assert without_history_note("either 'clean' or 'dirty'. Since v1.24") == "either 'clean' or 'dirty'"
     assert without_history_note("Since v1.2") == "Since v1.2"  # the note alone is the note

@@ -190,3 +190,17 @@ def test_an_article_and_a_hyphen_together_are_no_revision():
     new = _ev("c5", "Disable colours with --no-color", date(2024, 6, 1), 2)
     (v,) = Verifier(VerifierSettings(use_model=False)).verify([claim], {"c5": [old, new]}, date(2025, 1, 1))
     assert v.label in ("stale", "contradicted"), v.rationale
+
+
+def test_a_dropped_history_clause_is_no_change_of_what_follows():
+    older = "Since Acme 0.31.0, you can check the coverage report in the dashboard."
+    newer = "You can check the coverage report in the dashboard."
+    assert contrast(older, older, newer) is None
+    assert contrast("Starting from 0.23.0, you can write your own plugin.", "Starting from 0.23.0, you can write your own plugin.",
+                    "You can write your own plugin.") is None  # fmt: skip
+    # ... but what follows still counts: a changed statement after the clause is a change
+    c = contrast(older, older, "You can check the coverage report in the terminal.")
+    assert c is not None and c.side == "older"
+    # and a clause both versions open with is compared as any words
+    c = contrast(older, older, "Since Acme 0.40.0, you can check the coverage report in the dashboard.")
+    assert c is not None and c.side == "older"

@@ -104,16 +104,16 @@ OWN_ROW_NOTE = "the entry's"  # how the rules' judgements of the entry's own row
 
 
 # A history note: when its entity came or changed ("Added in version 1.2.", "New in v0.12",
-# "Since: v1.13", "This field was introduced in v1.4.", "... introduced in Acme v3.4"), nothing
-# after the version but punctuation or a parenthesis. "Changed in version 2.0: the default is 5."
+# "Since: v1.13", "This field was introduced in v1.4.", "... introduced in Acme v3.4", a field
+# "Version: Since Acme 0.34.0"), nothing after the version but punctuation or a parenthesis. "Changed in version 2.0: the default is 5."
 # states a fact and is judged as any. A product name is taken after a verb of history only:
 # "Supported in Python 3.8" states what runs where, and a release that drops it changed a fact.
 _NOTE_VERSION = r"v?\d[\w.\-]*(?:\s*\([^)]*\))?"
 _NOTE_PRODUCT = r"(?-i:(?:\s+[A-Z][\w.+-]*){1,2})"
 _HISTORY_NOTE = re.compile(
-    r"^\W*(?:(?:this|the)\b[\w\s`'\"-]{0,40}?\b(?:was|were|has\s+been|have\s+been|is|are)\s+)?"
+    r"^\W*(?:versions?\s*:\s*)?(?:(?:this|the)\b[\w\s`'\"-]{0,40}?\b(?:was|were|has\s+been|have\s+been|is|are)\s+)?"
     r"(?:(?:added|introduced|new|changed)\s+(?:in|since)" + _NOTE_PRODUCT + r"?"
-    r"|(?:available|supported)\s+(?:in|since)|since)"
+    r"|(?:available|supported)\s+(?:in|since)|since" + _NOTE_PRODUCT + r"?)"
     r"(?:\s+(?:version|release))?\s*:?\s*" + _NOTE_VERSION + r"(?:\s*,\s*" + _NOTE_VERSION + r")?[\s.!;:]*$",
     re.IGNORECASE,
 )

@@ -23,6 +23,7 @@ Deterministic; the labelling itself stays in :mod:`kb.verify.policy`.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -129,7 +130,25 @@ def contrast(claim: str, older: str, newer: str, renamed: Mapping[str, str] | No
         return None
 
 
+# A release's history before the statement ("Since Vitest 0.31.0, you can ...", "Starting from
+# 0.23.0, ...", "As of version 2, ..."): a later version that drops it states the rest unchanged.
+_LEADING_HISTORY = re.compile(
+    r"^\W*(?:since|starting\s+(?:from|with|in)|as\s+of|beginning\s+(?:with|in))\s+"
+    r"(?-i:(?:[A-Z][\w.+-]*\s+){0,2})(?:version\s+)?v?\d[\w.\-]*\s*,\s*",
+    re.IGNORECASE,
+)
+
+
+def _without_leading_history(text: str, other: str) -> str:
+    """``text`` without the history clause it opens with, where ``other`` opens with none."""
+    m = _LEADING_HISTORY.match(text)
+    if m is None or _LEADING_HISTORY.match(other):
+        return text
+    return text[m.end() :]
+
+
 def _contrast(claim: str, older: str, newer: str, renamed: Mapping[str, str]) -> Contrast | None:
+    older, newer = _without_leading_history(older, newer), _without_leading_history(newer, older)
     cs, os_, ns = extract(claim), extract(older), extract(newer)
     ot = [_norm(t) for t in os_.tokens]
     nt = [_norm(t) for t in ns.tokens]
