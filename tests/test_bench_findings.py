@@ -156,6 +156,8 @@ def test_release_choice():
         ("vitepress", 0.0, 1),
         ("httpie", 0.4, 5),
         ("commands", 0.8833, 60),
+        ("scrapy-2.9.0", 0.6, 40),
+        ("vitest-v1.0.0", 0.25, 40),
     ],
 )
 def test_the_judged_samples_score_as_documented(name, precision, judged):
