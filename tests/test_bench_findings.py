@@ -158,6 +158,7 @@ def test_release_choice():
         ("commands", 0.8833, 60),
         ("scrapy-2.9.0", 0.6, 40),
         ("vitest-v1.0.0", 0.25, 40),
+        ("frigate-v0.10.0", 0.775, 40),
     ],
 )
 def test_the_judged_samples_score_as_documented(name, precision, judged):
