@@ -105,10 +105,12 @@ OWN_ROW_NOTE = "the entry's"  # how the rules' judgements of the entry's own row
 
 # A history note: when its entity came or changed ("Added in version 1.2.", "New in v0.12",
 # "Since: v1.13", "This field was introduced in v1.4.", "... introduced in Acme v3.4", a field
-# "Version: Since Acme 0.34.0"), nothing after the version but punctuation or a parenthesis. "Changed in version 2.0: the default is 5."
-# states a fact and is judged as any. A product name is taken after a verb of history only:
-# "Supported in Python 3.8" states what runs where, and a release that drops it changed a fact.
-_NOTE_VERSION = r"v?\d[\w.\-]*(?:\s*\([^)]*\))?"
+# "Version: Since Acme 0.34.0"), nothing after the version but punctuation or a parenthesis.
+# "Changed in version 2.0: the default is 5." states a fact and is judged as any. A product name
+# is taken after a verb of history only: "Supported in Python 3.8" states what runs where, and a
+# release that drops it changed a fact.
+_VERSION_NUMBER = r"v?\d[\w.\-]*"
+_NOTE_VERSION = _VERSION_NUMBER + r"(?:\s*\([^)]*\))?"
 _NOTE_PRODUCT = r"(?-i:(?:\s+[A-Z][\w.+-]*){1,2})"
 _HISTORY_NOTE = re.compile(
     r"^\W*(?:versions?\s*:\s*)?(?:(?:this|the)\b[\w\s`'\"-]{0,40}?\b(?:was|were|has\s+been|have\s+been|is|are)\s+)?"
@@ -122,6 +124,23 @@ _HISTORY_NOTE = re.compile(
 def history_note(text: str | None) -> bool:
     """Whether a line is a history note of its entity ("Added in version 1.2.", "Since: v1.13")."""
     return bool(text) and _HISTORY_NOTE.match(text.strip()) is not None
+
+
+# The same history opening a statement ("Since Acme 0.31.0, you can ...", "Starting from 0.23.0,
+# ...", "As of version 2, ..."): a later version that drops it states the rest unchanged.
+_LEADING_HISTORY = re.compile(
+    r"^\W*(?:since|starting\s+(?:from|with|in)|as\s+of|beginning\s+(?:with|in))" + _NOTE_PRODUCT + r"?"
+    r"\s+(?:version\s+)?" + _VERSION_NUMBER + r"\s*,\s*",
+    re.IGNORECASE,
+)
+
+
+def without_leading_history(text: str, other: str) -> str:
+    """``text`` without the history clause it opens with, where ``other`` opens with none."""
+    m = _LEADING_HISTORY.match(text)
+    if m is None or _LEADING_HISTORY.match(other):
+        return text
+    return text[m.end() :]
 
 
 def without_history_note(text: str) -> str:

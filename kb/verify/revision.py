@@ -23,7 +23,6 @@ Deterministic; the labelling itself stays in :mod:`kb.verify.policy`.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -32,7 +31,7 @@ from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.evidence.versions import parse_renames
 from kb.records import Judgement
 from kb.verify.additions import typo_fixed
-from kb.verify.policy import names_a_value, newest_dates
+from kb.verify.policy import names_a_value, newest_dates, without_leading_history
 from kb.verify.rewording import restated
 from kb.verify.slots import (
     NEGATIONS,
@@ -130,25 +129,8 @@ def contrast(claim: str, older: str, newer: str, renamed: Mapping[str, str] | No
         return None
 
 
-# A release's history before the statement ("Since Vitest 0.31.0, you can ...", "Starting from
-# 0.23.0, ...", "As of version 2, ..."): a later version that drops it states the rest unchanged.
-_LEADING_HISTORY = re.compile(
-    r"^\W*(?:since|starting\s+(?:from|with|in)|as\s+of|beginning\s+(?:with|in))\s+"
-    r"(?-i:(?:[A-Z][\w.+-]*\s+){0,2})(?:version\s+)?v?\d[\w.\-]*\s*,\s*",
-    re.IGNORECASE,
-)
-
-
-def _without_leading_history(text: str, other: str) -> str:
-    """``text`` without the history clause it opens with, where ``other`` opens with none."""
-    m = _LEADING_HISTORY.match(text)
-    if m is None or _LEADING_HISTORY.match(other):
-        return text
-    return text[m.end() :]
-
-
 def _contrast(claim: str, older: str, newer: str, renamed: Mapping[str, str]) -> Contrast | None:
-    older, newer = _without_leading_history(older, newer), _without_leading_history(newer, older)
+    older, newer = without_leading_history(older, newer), without_leading_history(newer, older)
     cs, os_, ns = extract(claim), extract(older), extract(newer)
     ot = [_norm(t) for t in os_.tokens]
     nt = [_norm(t) for t in ns.tokens]
