@@ -136,6 +136,11 @@ def test_only_harmless_additions_count():
     assert added_beside(counted, "The check passes when both arrays match in their number and order of elements.") is None
     # an item dropped is no addition
     assert added_beside("Supported formats are gzip, deflate and brotli.", "Supported formats are gzip and deflate.") is None
+    # ... while "or" joined there adds another way beside the claim's, which still holds
+    assert added_beside("Maximum number of worker threads.", "Maximum number or percentage of worker threads.") == "or percentage"
+    assert added_beside("The loader fails loudly on any ImportError exception.",
+                        "The loader fails loudly on any ImportError or SyntaxError exception.") == "or syntaxerror"  # fmt: skip
+    assert added_beside("Maximum number of worker threads.", "Maximum number or not of worker threads.") is None
 
 
 def test_a_segment_added_to_a_path_or_a_url_is_another_place_not_words_beside_the_claim():

@@ -12,7 +12,7 @@ import pytest
 
 from kb.claims.split import entry_term, field_name
 from kb.config import Settings
-from kb.verify.policy import history_note, without_history_note
+from kb.verify.history import history_note, without_history_note
 from tests.test_git_sources import TODAY, make_repo, release
 
 

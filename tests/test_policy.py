@@ -283,6 +283,32 @@ def test_newest_version_revised_a_verbatim_statement_is_stale():
     assert v.label == "uncertain"
 
 
+def test_a_statement_that_only_lost_its_history_opening_is_supported():
+    # the newest version drops the release the feature came in and states the rest word for word
+    c = claim("Since Acme 0.31.0, you can check your coverage report in the dashboard.")
+    old = ev("coverage.md", OLD, sentence=c.text)
+    new = ev("coverage.md", NEW, rank=2, sentence="You can check your coverage report in the dashboard.")
+    v = decide(c, [old, new], [SUP, NEI], TODAY)
+    assert v.label == "supported" and "history clause" in v.rationale, v
+    # ... and a change in the rest is still a revision
+    changed = ev("coverage.md", NEW, rank=2, sentence="You can check your coverage report in the terminal.")
+    assert decide(c, [old, changed], [SUP, NEI], TODAY).label == "stale"
+
+
+def test_a_statement_another_source_still_holds_with_another_way_added_is_not_revised():
+    # the claim's own page now reads "number or percentage"; a reference page's row was revised
+    # around the same words: the statement stands, with another way beside it
+    c = claim("Maximum number of worker threads.")
+    old_row = ev("cli.md", OLD, sentence="--maxThreads <workers> | Maximum number of worker threads")
+    new_row = ev("cli.md", NEW, rank=2, sentence="--maxThreads <workers> | Maximum number or percentage of worker threads to use")
+    page = ev("config.md", NEW, rank=3, sentence="Maximum number or percentage of worker threads.")
+    loose = Judgement("supports", 0.92, "rules", "claim terms covered (coverage 1.00)")
+    verbatim = Judgement("supports", 0.97, "rules", "claim appears verbatim in the evidence")
+    assert decide(c, [old_row, new_row, page], [verbatim, loose, loose], TODAY).label == "supported"
+    # without the page, the row alone was revised
+    assert decide(c, [old_row, new_row], [verbatim, loose], TODAY).label == "stale"
+
+
 def test_a_statement_the_newest_version_still_holds_is_not_revised_by_another_cut():
     # the newest version keeps the list item word for word, but its passages are cut elsewhere,
     # so the sentence nearest the item runs two items together: not a revision

@@ -36,6 +36,7 @@ from kb.claims.units import LEAD_IN_ATTACHED, TABLE_NOTE, cell_place
 from kb.evidence.versions import parse_renames, prose_default, row_holds_default, with_terms_renamed, written_key
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import ADDED_NOTE, respelt_only
+from kb.verify.history import without_history_note
 from kb.verify.ort_judge import load_judge
 from kb.verify.policy import (
     DEFAULT_THRESHOLDS,
@@ -48,7 +49,6 @@ from kb.verify.policy import (
     entries_elsewhere,
     newest_dates,
     settled_as_written,
-    without_history_note,
 )
 from kb.verify.revision import apply_contrast
 from kb.verify.rewording import chords_spelt_out

@@ -45,6 +45,7 @@ MAX_MODIFIER = 2  # a modifier: at most this many words inside the claim ("ASGI"
 # "will be supported"; a list's "or" moving to the new last item).
 _FILLERS = frozenset(", and or also the a an to".split())
 _JOINERS = frozenset(", and or and/or &".split())
+_ALTERNATIVES = frozenset("or and/or".split())
 # Added words that change what the claim states (a condition, a restriction, a replacement, a
 # requirement), whatever else is added with them.
 _CHANGING = (
@@ -149,10 +150,11 @@ def _addition(added: list[str], before: list[str], inside: bool, restrictive: bo
         return "aside"  # an alias or an example in parentheses
     if any(any(ch.isdigit() for ch in w) for w in words) and not (added[0] in _JOINERS or added[-1] in _JOINERS):
         return ""  # a number added outside a list item: a limit or a version the claim lacks
-    if (added[0] in _JOINERS or added[-1] in _JOINERS) and listed:
+    if (added[0] in _JOINERS or added[-1] in _JOINERS) and (listed or added[0] in _ALTERNATIVES):
         # another item of the claim's list, unless the list is exhaustive ("only") or the item is
         # an alternative to what the claim requires (where the claim lists nothing, "and order"
-        # joined to "number" is a new condition, not another item)
+        # joined to "number" is a new condition, not another item, while "or percentage" joined
+        # to it is another way beside the claim's, which still holds)
         # an item put in front of the claim's ("B or A" for "A") is read as one after it ("A or B")
         joined = added if added[0] in _JOINERS else [added[-1], *added[:-1]]
         return "" if restrictive or _extension_kind(joined, before) else "item"

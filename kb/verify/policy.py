@@ -31,7 +31,7 @@ from datetime import date
 from rapidfuzz import fuzz
 
 from kb.claims.split import MAX_KEYED_SETTING_WORDS, SETTING_NOTE, keyed_setting_line
-from kb.claims.text import passage_sentences, sentence_spans
+from kb.claims.text import passage_sentences
 from kb.claims.units import BLOCK_LEAD_IN, COMMAND_NOTE, LEAD_IN_ATTACHED, TABLE_NOTE
 from kb.evidence.changelog import is_changelog, release_heading
 from kb.evidence.passages import sentence_key
@@ -48,6 +48,7 @@ from kb.ingest.commands import elided, generic_step
 from kb.records import Claim, Evidence, Judgement, Verdict, replaced
 from kb.verify.additions import added_beside
 from kb.verify.calibration import finding_kind
+from kb.verify.history import history_note, without_leading_history
 from kb.verify.rewording import code_words, restates, same_statement
 from kb.verify.slots import canonical, extract, informative_words, similarity, word_tokens
 from kb.verify.tokens import content_set
@@ -101,56 +102,6 @@ OPTION_ELSEWHERE_NOTE = "the passage does not name this option"
 OTHER_ROW_NOTE = "the row is about another entry"
 OTHER_HEADING_NOTE = "the row is the field of another heading's entry"
 OWN_ROW_NOTE = "the entry's"  # how the rules' judgements of the entry's own row begin
-
-
-# A history note: when its entity came or changed ("Added in version 1.2.", "New in v0.12",
-# "Since: v1.13", "This field was introduced in v1.4.", "... introduced in Acme v3.4", a field
-# "Version: Since Acme 0.34.0"), nothing after the version but punctuation or a parenthesis.
-# "Changed in version 2.0: the default is 5." states a fact and is judged as any. A product name
-# is taken after a verb of history only: "Supported in Python 3.8" states what runs where, and a
-# release that drops it changed a fact.
-_VERSION_NUMBER = r"v?\d[\w.\-]*"
-_NOTE_VERSION = _VERSION_NUMBER + r"(?:\s*\([^)]*\))?"
-_NOTE_PRODUCT = r"(?-i:(?:\s+[A-Z][\w.+-]*){1,2})"
-_HISTORY_NOTE = re.compile(
-    r"^\W*(?:versions?\s*:\s*)?(?:(?:this|the)\b[\w\s`'\"-]{0,40}?\b(?:was|were|has\s+been|have\s+been|is|are)\s+)?"
-    r"(?:(?:added|introduced|new|changed)\s+(?:in|since)" + _NOTE_PRODUCT + r"?"
-    r"|(?:available|supported)\s+(?:in|since)|since" + _NOTE_PRODUCT + r"?)"
-    r"(?:\s+(?:version|release))?\s*:?\s*" + _NOTE_VERSION + r"(?:\s*,\s*" + _NOTE_VERSION + r")?[\s.!;:]*$",
-    re.IGNORECASE,
-)
-
-
-def history_note(text: str | None) -> bool:
-    """Whether a line is a history note of its entity ("Added in version 1.2.", "Since: v1.13")."""
-    return bool(text) and _HISTORY_NOTE.match(text.strip()) is not None
-
-
-# The same history opening a statement ("Since Acme 0.31.0, you can ...", "Starting from 0.23.0,
-# ...", "As of version 2, ..."): a later version that drops it states the rest unchanged.
-_LEADING_HISTORY = re.compile(
-    r"^\W*(?:since|starting\s+(?:from|with|in)|as\s+of|beginning\s+(?:with|in))" + _NOTE_PRODUCT + r"?"
-    r"\s+(?:version\s+)?" + _VERSION_NUMBER + r"\s*,\s*",
-    re.IGNORECASE,
-)
-
-
-def without_leading_history(text: str, other: str) -> str:
-    """``text`` without the history clause it opens with, where ``other`` opens with none."""
-    m = _LEADING_HISTORY.match(text)
-    if m is None or _LEADING_HISTORY.match(other):
-        return text
-    return text[m.end() :]
-
-
-def without_history_note(text: str) -> str:
-    """The text without a history note it ends with ("escape characters ... . Since v1.19" ->
-    "escape characters ..."): a later release that moved the note elsewhere or dropped it still
-    states the rest. The text itself when it has no such ending, or is the note alone."""
-    spans = sentence_spans(text)
-    if len(spans) < 2 or not history_note(text[spans[-1][0] : spans[-1][1]]):
-        return text
-    return text[: spans[-1][0]].rstrip().rstrip(".").rstrip()
 
 
 def entries_elsewhere(evidence, judgements) -> set[int]:
@@ -249,12 +200,21 @@ def _newest_written(claim: Claim, current) -> Evidence | None:
     clause, its whole sentence under its own heading path, or, for a list item, the item under
     the same lead-in, or, for a heading, a sentence under it at the same place."""
     written = (e for e in current if stated_as_written(claim, e) or _states_its_sentence(claim, e)
-               or states_under_its_lead_in(claim, e.sentence, e.section) or kept_as_heading(claim, e.section))  # fmt: skip
+               or states_under_its_lead_in(claim, e.sentence, e.section) or kept_as_heading(claim, e.section)
+               or _states_without_its_history(claim, e))  # fmt: skip
     return max(written, key=lambda e: _date_key(e.source_date), default=None)
 
 
 def _states_its_sentence(claim: Claim, e: Evidence) -> bool:
     return states_its_sentence(claim, e.sentence, e.section)
+
+
+def _states_without_its_history(claim: Claim, e: Evidence) -> bool:
+    """The sentence is the claim word for word but for the history clause the claim opens with
+    ("Since Acme 0.31.0, you can ..." / "You can ..."): the note dropped, the statement kept."""
+    text = claim.source_text or claim.text
+    rest = without_leading_history(text, e.sentence or "")
+    return rest != text and states_as_written(rest, claim.section, e.sentence or "", e.section)
 
 
 def _cited(e: Evidence) -> str:
@@ -276,6 +236,8 @@ def _supported_as_written(base: dict, e: Evidence, claim: Claim) -> Verdict:
         stated = "the list item under the same lead-in"
     elif kept_as_heading(claim, e.section):
         stated = "the claim's words as a heading, under the same headings"
+    elif _states_without_its_history(claim, e):
+        stated = "the claim without the history clause it opens with"
     else:
         stated = "the claim"
     return Verdict(
@@ -488,7 +450,8 @@ def _decide(
         # (a default moved from prose into its entry's field is the statement kept, not reworded)
         loose = all(v[2].confidence < th["verbatim"] and not v[2].rationale.startswith(FIELD_DEFAULT_NOTE)
                     for v in sup.values())  # fmt: skip
-        if loose:
+        # ... unless another source's newest version still states it, with words added beside
+        if loose and not any(_still_states(claim, current[sid]) for sid in sup):
             for sid in sup:
                 old = best(history.get(sid, []), "supports", th["verbatim"])
                 rev = old and _revised_counterpart(claim, current[sid], th["revision"])
@@ -1058,19 +1021,14 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
     """The newest-version sentence most like the claim, if similar enough but not the same."""
     if claim.reason == SETTING_NOTE:
         return None  # every option's "Optional, Default=..." line is alike: only its own line counts
+    if _still_states(claim, items):
+        return None
     all_texts = [t for t in (claim.text, claim.source_text) if t]
     keys = {canonical(t) for t in all_texts}
     spelled = {_spelling(t) for t in all_texts}
     # a list item rewritten with its lead-in ("...steps: Set X") is compared as written, so a
     # shared lead-in does not make two different items look alike
     texts = [claim.source_text] if claim.source_text and canonical(claim.source_text) != canonical(claim.text) else [claim.text]
-    if any(key and key in canonical(e.passage or e.sentence or "") for e, _ in items for key in keys):
-        return None  # the newest version still states it: its passages are only cut differently
-    if any(_holds_in_other_notation(t, e.passage or e.sentence or "") for e, _ in items for t in all_texts):
-        return None  # ... with a word hyphenated or written apart ("Addon" / "Add-on", "VSCode" / "VS Code")
-    sentences = {s for e, _ in items for s in [e.sentence, *passage_sentences(e.passage)] if s}
-    if any(added_beside(t, s) is not None for t in all_texts for s in sentences):
-        return None  # it still states it, with a list item, a modifier or an aside added
     stated = {_without_articles(t) for t in all_texts}
     notation = {_spelling(_without_articles(t)) for t in all_texts}
     best = None
@@ -1084,6 +1042,20 @@ def _revised_counterpart(claim: Claim, items, threshold: float):
             if score >= threshold and (best is None or score > best[2]):
                 best = (e, sentence, score)
     return best
+
+
+def _still_states(claim: Claim, items) -> bool:
+    """Whether a passage of ``items`` still states the claim: whole, cut into other passages,
+    written otherwise ("Addon" / "Add-on") or with words added beside it (a list item, another
+    way, a modifier, an aside: kb/verify/additions.py)."""
+    all_texts = [t for t in (claim.text, claim.source_text) if t]
+    keys = {canonical(t) for t in all_texts}
+    if any(key and key in canonical(e.passage or e.sentence or "") for e, _ in items for key in keys):
+        return True
+    if any(_holds_in_other_notation(t, e.passage or e.sentence or "") for e, _ in items for t in all_texts):
+        return True
+    sentences = {s for e, _ in items for s in [e.sentence, *passage_sentences(e.passage)] if s}
+    return any(added_beside(t, s) is not None for t in all_texts for s in sentences)
 
 
 def _in_other_notation(claim: Claim, sentence: str) -> bool:

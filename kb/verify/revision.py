@@ -31,7 +31,8 @@ from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.evidence.versions import parse_renames
 from kb.records import Judgement
 from kb.verify.additions import typo_fixed
-from kb.verify.policy import names_a_value, newest_dates, without_leading_history
+from kb.verify.history import without_leading_history
+from kb.verify.policy import names_a_value, newest_dates
 from kb.verify.rewording import restated
 from kb.verify.slots import (
     NEGATIONS,

@@ -37,6 +37,7 @@ from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.evidence.versions import with_terms_renamed, written_key
 from kb.records import Claim
 from kb.verify.additions import entry_name
+from kb.verify.history import without_leading_history
 from kb.verify.slots import is_code_identifier, word_tokens
 from kb.verify.tokens import is_identifier
 from kb.verify.vocabulary import NEGATIONS
@@ -189,7 +190,8 @@ def restates(claim: Claim, sentence: str, renames: Mapping[str, str] | None = No
     """Whether ``sentence``, which a diff or a similarity already paired with the claim, states it
     in other words: some words differ and none of them holds a value. ``renames``: terms the
     newest release renamed across its pages (old word -> new word), the same words here."""
-    text, code = claim.text or claim.source_text, code_words(claim.source_text)
+    # a history clause the claim opens with and the sentence drops dates the statement: no word of it
+    text, code = without_leading_history(claim.text or claim.source_text, sentence), code_words(claim.source_text)
     if restated(text, sentence, code):
         return True
     # a list item read with its lead-in ("Set the following values: Enable X if ...") whose own
