@@ -159,6 +159,9 @@ def test_release_choice():
         ("scrapy-2.9.0", 0.6, 40),
         ("vitest-v1.0.0", 0.25, 40),
         ("frigate-v0.10.0", 0.775, 40),
+        ("pdm-2.3.0", 0.625, 40),
+        ("lazygit-v0.40.0", 0.7273, 11),
+        ("kind-v0.14.0", 0.7143, 35),
     ],
 )
 def test_the_judged_samples_score_as_documented(name, precision, judged):
