@@ -7,6 +7,7 @@ import pytest
 
 from kb.records import Claim, Evidence
 from kb.verify import Verifier, VerifierSettings
+from kb.verify.additions import same_word
 from kb.verify.revision import contrast
 from kb.verify.slots import extract
 from kb.verify.spelling import respelt
@@ -75,6 +76,34 @@ def test_no_decision_when_the_change_is_not_about_the_claim_or_signals_disagree(
 )  # fmt: skip
 def test_a_word_respelt_is_no_change(older, newer):
     assert contrast(older, older, newer) is None
+
+
+def test_a_word_in_another_form_is_no_change():
+    for claim, newer in [
+        ("This command is provided only as a convenience shortcut for the most common case.",
+         "This command is provided only as a convenient shortcut for the most common case."),
+        ("This command runs the spider with name quotes that we have just added.",
+         "This command runs the spider named quotes that we have just added."),
+        ("Commands may behave slightly different when running inside a project.",
+         "Commands may behave slightly differently when run inside a project."),
+    ]:  # fmt: skip
+        assert contrast(claim, claim, newer) is None, newer
+    # words that only start alike are other words
+    for claim, newer in [
+        ("Set the port in the settings file.", "Set the portal in the settings file."),
+        ("The import is skipped for cached modules.", "The important is skipped for cached modules."),
+    ]:  # fmt: skip
+        c = contrast(claim, claim, newer)
+        assert c is not None and c.side == "older", newer
+    assert same_word("name", "named") and same_word("different", "differently") and same_word("running", "run")
+    assert not same_word("import", "important") and not same_word("time", "timeout") and not same_word("option", "optional")
+    assert not same_word("make", "made") and not same_word("use", "user") and not same_word("3.9", "3.10")
+    # a plural states another thing ("the most used feature" / "one of the most used features")
+    assert not same_word("feature", "features") and not same_word("example", "examples")
+    # ... and so does a piece of a code name in another form
+    c = contrast("Call the load_config hook before start.", "Call the load_config hook before start.",
+                 "Call the loaded_config hook before start.")  # fmt: skip
+    assert c is not None and c.side == "older"
 
 
 def test_two_words_or_a_name_are_not_a_typo():

@@ -34,6 +34,9 @@ RESTATED = [
     # the name an instruction is about written as the line's label
     ("Enable Automatic User Provision if you want users to be created in Kasm Workspaces.",
      "Automatic User Provision: Enable if you want users to be created in Kasm Workspaces."),
+    # a word in another form
+    ("This command runs the spider with name quotes that we have just added.",
+     "This command runs the spider named quotes that we have just added."),
     # the release it came in dropped from the opening, the rest reworded
     ("Since Acme 0.4.0, tox needs a configuration file where you define what tools you need to run and how to provision a "
      "test environment for these.", "tox needs a configuration file where you define what tools to run and how to set up environments for them."),
@@ -81,6 +84,8 @@ CHANGED = [
         "Attempting to overwrite any path that other options already included will raise an error.",
     ),
     ("Unknown keys in the config file are ignored by the loader.", "Unknown keys in the config file are rejected by the loader."),
+    # a word that only starts like the other is another word
+    ("Set the port in the settings file for the server.", "Set the portal in the settings file for the server."),
     # a history clause dropped beside a changed value is still a change
     ("Since Acme 0.4.0, tox requires CPython 3.9 and higher.", "tox requires CPython 3.10 and higher."),
 ]

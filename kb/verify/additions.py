@@ -77,6 +77,45 @@ def _inflection(word: str) -> str:
     return _INFLECTED.sub("", word)
 
 
+# Suffixes that make another form of a word: an inflection, which a word may gain or lose alone
+# ("name" / "named", "run" / "running", "different" / "differently"), and a derivation, which
+# both forms must carry ("convenience" / "convenient"): "important" is no form of "import". A
+# plural is not among them: "the most used feature" / "one of the most used features" and
+# `example=` / `examples=` state other things.
+_INFLECTIONS = ("ing", "ed", "ly", "d", "e")
+_DERIVATIONS = ("ence", "ance", "ent", "ant", "ation", "ion", "ity", "ness", "ment")
+MIN_WORD_STEM = 3
+
+
+def _forms(word: str) -> set[tuple[str, bool]]:
+    """(stem, derived) for every way to strip up to two suffixes off ``word`` (itself included)."""
+    out = {(word, False)}
+    for _ in range(2):
+        for stem, derived in list(out):
+            for suf in _INFLECTIONS + _DERIVATIONS:
+                if stem.endswith(suf) and len(stem) - len(suf) >= MIN_WORD_STEM:
+                    base = stem[: -len(suf)]
+                    out.add((base, derived or suf in _DERIVATIONS))
+                    if len(base) > MIN_WORD_STEM and base[-1] == base[-2] and base[-1] not in "aeiou":
+                        out.add((base[:-1], derived or suf in _DERIVATIONS))  # "running" -> "run"
+    return out
+
+
+def same_word(a: str, b: str) -> bool:
+    """Two forms of one prose word ("convenience" / "convenient", "name" / "named", "different"
+    / "differently"); not two words that only start alike ("import" / "important", "port" /
+    "portal", "time" / "timeout"). Words with digits are values, never forms of one another."""
+    a, b = a.lower(), b.lower()
+    if a == b or not (a.isalpha() and b.isalpha()):
+        return False
+    fa, fb = _forms(a), _forms(b)
+    for stem, derived_a in fa:
+        for stem_b, derived_b in fb:
+            if stem == stem_b and derived_a == derived_b:
+                return True
+    return False
+
+
 def entry_name(text: str) -> str | None:
     """The name of the definition entry ``text`` states ("source" of "`source` - Will run ..."),
     also after a list's lead-in attached to it; None when it is no such entry."""

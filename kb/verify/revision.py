@@ -30,7 +30,7 @@ from difflib import SequenceMatcher
 from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.evidence.versions import parse_renames
 from kb.records import Judgement
-from kb.verify.additions import typo_fixed
+from kb.verify.additions import same_word, typo_fixed
 from kb.verify.history import without_leading_history
 from kb.verify.policy import names_a_value, newest_dates
 from kb.verify.rewording import restated
@@ -92,6 +92,11 @@ def _plain_words(slots) -> set[str]:
 def _parts(slots) -> list[str]:
     """The plain words in order, a hyphenated word taken apart ("add-on": "add", "on")."""
     return [part for t in tokens_outside_quantities(slots) for part in t.lower().split("-") if part.isalpha()]
+
+
+def _prose_words(slots) -> set[str]:
+    """The words written as words of their own, lower-cased (no piece of a code token or a path)."""
+    return {t.lower() for t in tokens_outside_quantities(slots) if t.isalpha()}
 
 
 def _written_apart(words: set[str], parts: list[str]) -> set[tuple[str, tuple[str, ...]]]:
@@ -194,6 +199,12 @@ def _contrast(claim: str, older: str, newer: str, renamed: Mapping[str, str]) ->
         removed -= {stem_overlap(p) for p in run}
     removed -= {stem_overlap(r) for r, _ in fixed}
     added -= {stem_overlap(a) for _, a in fixed}
+    # a prose word in another form is the same word ("convenience" -> "convenient", "with name" ->
+    # "named"); a piece of a code token is not prose
+    old_prose, new_prose = _prose_words(os_), _prose_words(ns)
+    kin = {(stem_overlap(r), stem_overlap(a)) for r in old_prose - new_prose for a in new_prose - old_prose if same_word(r, a)}
+    removed -= {r for r, _ in kin}
+    added -= {a for _, a in kin}
     hit_old, hit_new = removed & claim_words, added & claim_words
     if (hit_old or hit_new) and restated(older, newer):
         # the newer version says the same in other words: the words it changed hold no value

@@ -36,7 +36,7 @@ from difflib import SequenceMatcher
 from kb.claims.text import OVERLAP_STOPWORDS, stem_overlap
 from kb.evidence.versions import with_terms_renamed, written_key
 from kb.records import Claim
-from kb.verify.additions import entry_name
+from kb.verify.additions import entry_name, same_word
 from kb.verify.history import without_leading_history
 from kb.verify.slots import is_code_identifier, word_tokens
 from kb.verify.tokens import is_identifier
@@ -106,6 +106,16 @@ def _content(words: list[_Word]) -> set[str]:
     return {w.key for w in words if w.part.lower() not in OVERLAP_STOPWORDS | NEGATING | SHADING_WORDS | FILLER_WORDS}
 
 
+def _in_another_form(ra: list[_Word], rb: list[_Word]) -> bool:
+    """The content words of two runs pair up in order as forms of one prose word (a word of its
+    own, not a piece of a code token), and what else they hold is function words ("with name" /
+    "named")."""
+    xa = [w for w in ra if w.part.lower() not in OVERLAP_STOPWORDS]
+    xb = [w for w in rb if w.part.lower() not in OVERLAP_STOPWORDS]
+    return (bool(xa) and len(xa) == len(xb)
+            and all(x.part == x.token and y.part == y.token and same_word(x.part, y.part) for x, y in zip(xa, xb)))  # fmt: skip
+
+
 def differing_words(wa: list[_Word], wb: list[_Word], lone_modifier: bool = True) -> tuple[list[_Word], list[_Word], bool]:
     """The words of ``wa`` and of ``wb`` outside their longest common word sequence, and whether
     one content word was swapped for another in the same place ("loaded from the plugins folder"
@@ -119,9 +129,12 @@ def differing_words(wa: list[_Word], wb: list[_Word], lone_modifier: bool = True
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
             continue
-        only_a.extend(wa[i1:i2])
-        only_b.extend(wb[j1:j2])
-        ca, cb = _content(wa[i1:i2]), _content(wb[j1:j2])
+        ra, rb = wa[i1:i2], wb[j1:j2]
+        if tag == "replace" and _in_another_form(ra, rb):
+            continue  # the same words in another form ("convenience" / "convenient", "with name" / "named")
+        only_a.extend(ra)
+        only_b.extend(rb)
+        ca, cb = _content(ra), _content(rb)
         if tag == "replace":
             recast = True
             swapped = swapped or (len(ca) == 1 and len(cb) == 1 and ca != cb)
@@ -221,7 +234,11 @@ def restated(text: str, other: str, code: frozenset[str] = frozenset()) -> bool:
     if _reordered(text, other, wa, wb) or _labelled(text, other, wa, wb):
         return True
     only_text, only_other, swapped = differing_words(wa, wb)
-    if swapped or not (only_text or only_other) or _item_dropped(only_text, only_other):
+    if not (only_text or only_other):
+        # the same words, some in another form ("with name" / "named"); the same words as
+        # written are for the verbatim rules
+        return [w.key for w in wa] != [w.key for w in wb]
+    if swapped or _item_dropped(only_text, only_other):
         return False
     return _no_value_differs(wa, wb, only_text, only_other, code)
 
