@@ -282,10 +282,13 @@ def facts_recall(result, facts: list[dict]) -> dict[str, float]:
 def rejudged(result, rows: list[dict]) -> dict[str, float]:
     """Which judged findings of a sample the audit ``result`` still reports (see the module docstring)."""
     verdicts = {v.claim_id: v for v in result.verdicts}
-    reported: dict[tuple[str, str], tuple[str | None, float]] = {}  # (page, claim text) -> (label, confidence)
+    # (page, claim text) -> (label, confidence) of every claim so written: a page repeats short
+    # cells ("True", "Yes"), and the judged one is the one still reported, if any is
+    written: dict[tuple[str, str], list[tuple[str | None, float]]] = {}
     for claim in result.claims:
         v = verdicts.get(claim.claim_id)
-        reported.setdefault((claim.doc_id, claim.source_text), (v.label, v.confidence) if v else (None, 0.0))
+        written.setdefault((claim.doc_id, claim.source_text), []).append((v.label, v.confidence) if v else (None, 0.0))
+    reported = {key: max(found, key=lambda f: (f[0] in FINDING_LABELS, f[1])) for key, found in written.items()}
     kept: list[tuple[float, bool]] = []
     out: dict[str, float] = dict.fromkeys(
         ("rejudged", "rejudged_unmatched", "rejudged_real_kept", "rejudged_false_kept", "rejudged_real"), 0.0

@@ -4,6 +4,7 @@ user would, sampled to a CSV to judge; a judged CSV scored with its interval."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -11,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench.findings import Params, choose_revs, facts_recall, read_facts, run, score, wilson
+from bench.findings import Params, choose_revs, facts_recall, read_facts, rejudged, run, score, wilson
 from kb.errors import ConfigError
 from kb.records import Claim, Verdict
 from tests.test_git_sources import make_repo, release
@@ -171,6 +172,18 @@ def test_the_judged_samples_score_as_documented(name, precision, judged):
     assert (scored["precision"], scored["judged"], scored["unjudged"]) == (precision, judged, 0)
     # the interval holds the precision (its low end is 0 where no finding of the sample was real)
     assert scored["precision_lo"] <= precision < scored["precision_hi"] and scored["precision_lo"] < scored["precision_hi"]
+
+
+def test_a_judged_finding_on_a_repeated_cell_is_kept_where_any_claim_so_written_is_reported():
+    # a configuration table repeats "True" in row after row: the judged one is still reported
+    cells = [Claim(f"c{n}", "config.md", "v1", n * 10, n * 10 + 4, "True", "True") for n in range(3)]
+    verdicts = [Verdict("c0", "supported", 0.95, "rules", "exact match"), Verdict("c1", "stale", 0.75, "rules", "row"),
+                Verdict("c2", "supported", 0.95, "rules", "exact match")]  # fmt: skip
+    rows = [{"kind": "finding", "doc_id": "config.md", "claim": "True", "verdict": "real"}]
+    kept = rejudged(SimpleNamespace(claims=cells, verdicts=verdicts), rows)
+    assert (kept["rejudged"], kept["rejudged_real_kept"]) == (1, 1)
+    calm = [dataclasses.replace(verdicts[1], label="supported"), *verdicts[::2]]
+    assert rejudged(SimpleNamespace(claims=cells, verdicts=calm), rows)["rejudged_real_kept"] == 0
 
 
 def test_a_fact_the_splitter_cut_into_parts_is_found_through_any_of_them(tmp_path):
