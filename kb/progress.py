@@ -118,15 +118,15 @@ MIN_INTERVAL = 0.5  # seconds between a stage's events (its first and last are a
 
 class Tracker:
     """One stage's counter. ``update(n)`` is thread-safe; events are sent at most every
-    ``min_interval`` seconds (the first and the last always)."""
+    ``MIN_INTERVAL`` seconds (the first and the last always)."""
 
-    def __init__(self, stage: str, total: int, unit: str, listeners: tuple[Listener, ...], min_interval: float | None = None):
+    def __init__(self, stage: str, total: int, unit: str, listeners: tuple[Listener, ...]):
         self.stage, self.total, self.unit = stage, int(total), unit
         self.done = 0
         self._listeners = listeners
         self._started = time.monotonic()
         self._last_sent = float("-inf")
-        self._min_interval = MIN_INTERVAL if min_interval is None else min_interval
+        self._min_interval = MIN_INTERVAL
         self._lock = threading.Lock()
         self._closed = False
         self.skipped = 0

@@ -101,19 +101,16 @@ def _forms(word: str) -> set[tuple[str, bool]]:
     return out
 
 
+@lru_cache(maxsize=65536)  # the same word pairs meet in sentence pair after sentence pair
 def same_word(a: str, b: str) -> bool:
     """Two forms of one prose word ("convenience" / "convenient", "name" / "named", "different"
-    / "differently"); not two words that only start alike ("import" / "important", "port" /
-    "portal", "time" / "timeout"). Words with digits are values, never forms of one another."""
+    / "differently"): a stem both reach, by inflections alone or by a derivation each. Not two
+    words that only start alike ("import" / "important", "port" / "portal", "time" / "timeout").
+    Words with digits are values, never forms of one another."""
     a, b = a.lower(), b.lower()
     if a == b or not (a.isalpha() and b.isalpha()):
         return False
-    fa, fb = _forms(a), _forms(b)
-    for stem, derived_a in fa:
-        for stem_b, derived_b in fb:
-            if stem == stem_b and derived_a == derived_b:
-                return True
-    return False
+    return bool(_forms(a) & _forms(b))
 
 
 def entry_name(text: str) -> str | None:

@@ -593,7 +593,7 @@ def _decide(
         old = best(items, "supports", th["verbatim"])
         if not old or sid not in current or vague:
             continue
-        rev = _revised_counterpart(claim, current[sid], th["revision"])
+        rev = None if _still_states(claim, current[sid]) else _revised_counterpart(claim, current[sid], th["revision"])
         if rev and restates(claim, rev[1], renames):
             return _restated(claim, base, sid, old, rev[1])
         if rev:
@@ -1018,11 +1018,10 @@ def _restated(claim: Claim, base: dict, sid: str, old, sentence: str) -> Verdict
 
 
 def _revised_counterpart(claim: Claim, items, threshold: float):
-    """The newest-version sentence most like the claim, if similar enough but not the same."""
+    """The newest-version sentence most like the claim, if similar enough but not the same (the
+    caller has found that no passage of ``items`` still states it: ``_still_states``)."""
     if claim.reason == SETTING_NOTE:
         return None  # every option's "Optional, Default=..." line is alike: only its own line counts
-    if _still_states(claim, items):
-        return None
     all_texts = [t for t in (claim.text, claim.source_text) if t]
     keys = {canonical(t) for t in all_texts}
     spelled = {_spelling(t) for t in all_texts}
