@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +35,22 @@ def test_shipped_static_model():
     assert vecs.shape == (4, manifest["dim"]) and vecs.dtype == np.float32
     assert np.allclose(np.linalg.norm(vecs[:3], axis=1), 1.0, atol=1e-5)
     assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2] + 0.2
+
+
+def test_the_static_model_loads_without_the_hub_and_embeds_as_model2vec_loads_it():
+    """Run in a fresh interpreter: the test session has imported huggingface_hub already."""
+    probe = (
+        "import sys, numpy as np\n"
+        "from kb.evidence.embed import STATIC_DIR, StaticEmbedder\n"
+        "texts = ['Backups run every night.', 'pdm init --backend hatchling', 'x' * 3000, '']\n"
+        "ours = StaticEmbedder().model.encode(texts)\n"
+        "print('huggingface_hub' in sys.modules)\n"
+        "from model2vec import StaticModel\n"
+        "theirs = StaticModel.from_pretrained(str(STATIC_DIR)).encode(texts)\n"
+        "print(np.array_equal(ours, theirs))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"], done.stdout + done.stderr
 
 
 def test_retrieval_path_setting(tmp_path):

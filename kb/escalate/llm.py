@@ -33,11 +33,13 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-
-import httpx
+from typing import TYPE_CHECKING
 
 from kb.errors import LLMError
 from kb.log import logger
+
+if TYPE_CHECKING:
+    import httpx
 
 
 @dataclass
@@ -128,6 +130,8 @@ class LLMClient:
     deadline: float | None = None  # time.monotonic() after which no request starts (per-run limit)
 
     def __post_init__(self):
+        import httpx  # imported by the client only: most audits never escalate, and httpx costs every run 50 ms
+
         self.cost = Cost()
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max(1, self.concurrency))
@@ -171,6 +175,8 @@ class LLMClient:
 
     def chat(self, messages: list[dict], max_tokens: int | None = None) -> ChatReply:
         """One chat completion, with retries. Raises LLMError."""
+        import httpx
+
         body = {
             "model": self.model,
             "messages": messages,

@@ -324,9 +324,7 @@ class StaticEmbedder:
     def model(self):
         with self._lock:
             if self._model is None:
-                from model2vec import StaticModel
-
-                self._model = StaticModel.from_pretrained(str(self.model_path))
+                self._model = _load_static(self.model_path)
             return self._model
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -338,6 +336,33 @@ class StaticEmbedder:
         vecs = np.asarray(vecs, dtype=np.float32)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.maximum(norms, 1e-12)
+
+
+def _load_static(folder: Path):
+    """A model2vec StaticModel read from a folder of its own layout (model.safetensors with an
+    ``embeddings`` tensor, tokenizer.json, config.json), as ``StaticModel.from_pretrained`` reads
+    it, but without importing model2vec's persistence module: that imports huggingface_hub for
+    model cards and downloads, a quarter of a second of every run that reads nothing remote. Any
+    other layout goes through ``from_pretrained``."""
+    import json
+
+    from model2vec import StaticModel
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    if "embeddings" not in tensors or not (folder / "tokenizer.json").is_file():
+        return StaticModel.from_pretrained(str(folder))
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    return StaticModel(
+        vectors=tensors["embeddings"],
+        tokenizer=Tokenizer.from_file(str(folder / "tokenizer.json")),
+        config=config,
+        normalize=config.get("normalize", False),
+        weights=tensors.get("weights"),
+        token_mapping=tensors.get("mapping"),
+        max_length=config.get("max_length", 512),
+    )
 
 
 def _portable_config(folder: Path, source_id: str) -> None:
