@@ -427,3 +427,27 @@ def test_only_the_model_refuting_a_fragment_is_no_contradiction():
     sentence = claim("The sidebar shows every open file at once.")
     now = ev("ui.md", NEW, sentence="The sidebar shows only the current file.")
     assert decide(sentence, [now], [model_ref], TODAY).label == "contradicted"
+
+
+def test_the_model_refuting_a_sentence_the_claim_holds_word_for_word_is_no_contradiction():
+    """A table cell of several sentences against one of them, as the newest README writes it: the
+    claim states that sentence itself, so the model's refutation of the pair is its own error. A
+    sentence the claim does not hold still contradicts it; a few words it holds are no sentence."""
+    model_ref = Judgement("refutes", 0.63, "model", "model: refutes (p=0.63)")
+    cell = ("Pass either a username:password pair or a token as the argument. If you only specify a "
+            "username (-a username), you will be prompted for the password before the request is sent.")  # fmt: skip
+    row = claim(f"Flag --auth, -a: Arguments is {cell}", source_text=cell)
+    held = ev(
+        "README.md",
+        NEW,
+        sentence="If you only specify a username (-a username), you will be prompted for the password before the request is sent.",
+    )
+    v = decide(row, [held], [model_ref], TODAY)
+    assert v.label == "uncertain" and "holds word for word" in v.rationale, v.rationale
+    sidebar = claim("The sidebar shows every open file at once in the order they were opened.")
+    part = ev("ui.md", NEW, sentence="The sidebar shows every open file at once.")
+    assert "holds word for word" in decide(sidebar, [part], [model_ref], TODAY).rationale
+    other = ev("ui.md", NEW, sentence="The sidebar shows every open file at once in the order they were saved.")
+    assert decide(sidebar, [other], [model_ref], TODAY).label == "contradicted"
+    few = ev("ui.md", NEW, sentence="every open file at once")
+    assert "holds word for word" not in decide(sidebar, [few], [model_ref], TODAY).rationale

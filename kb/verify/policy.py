@@ -67,6 +67,8 @@ DEFAULT_THRESHOLDS = {
     "weak_side": 0.6,  # ...against a side below this
 }
 MIN_CONTEXT_WORDS = 3  # fewer: "Optional, Default=0s" means something only under its heading
+# fewer: a short sentence ("Default: 80.") held in a longer claim may be another entry's
+MIN_HELD_SENTENCE_WORDS = 6
 MAX_FRAGMENT_WORDS = 4  # a claim written in so few words is a fragment (a cell, an item, a label)
 # A short claim is still a whole statement when it reads as one sentence: capitalised, ended,
 # with a finite verb, and not opening on a subordinator or a word that points elsewhere.
@@ -485,6 +487,8 @@ def _decide(
             old = best(history.get(sid, []), "supports", th["stale_history"])
             if old:
                 stale_hits.append((e_new, j_new, old[0], old[1]))
+        # the model reading a sentence the claim holds word for word as refuting it: no change
+        stale_hits = [h for h in stale_hits if not (_model_only(h[1]) and _claim_holds(claim, h[0].sentence))]
         # the model reading the newest version's rewording of the claim as a refutation: no change
         restated = [h for h in stale_hits if reworded_refutation(claim, h[0].sentence or "", h[1], th)]
         if restated and len(restated) == len(stale_hits) == len(ref):
@@ -548,15 +552,18 @@ def _decide(
         # alone read into a sentence unlike the claim (another option, another changelog entry)
         # is no contradiction
         about = {sid: v for sid, v in ref.items() if not _unlike_model_refutation(claim, v[1], v[2], th)}
+        within = {sid for sid, v in about.items() if _model_only(v[2]) and _claim_holds(claim, v[1].sentence)}
         changed = {sid: v for sid, v in about.items()
-                   if not reworded_refutation(claim, v[1].sentence or "", v[2], th)}  # fmt: skip
+                   if sid not in within and not reworded_refutation(claim, v[1].sentence or "", v[2], th)}  # fmt: skip
         if about and not changed:
-            # every refutation is the model reading a rewording of the claim: no value changed
-            _, e, j = max(about.values(), key=lambda v: v[2].confidence)
+            # every refutation is the model reading a sentence of the claim's own, or a rewording of
+            # it: no value changed
+            sid, (_, e, j) = max(about.items(), key=lambda kv: kv[1][2].confidence)
+            how, kind = (("states a sentence the claim holds word for word", "low_confidence") if sid in within
+                         else ("states it in other words (no value, name or negation differs)", "revised"))  # fmt: skip
             return dataclasses.replace(_uncertain(
-                claim, base,
-                f"{e.source_id} states it in other words (no value, name or negation differs); only the model "
-                f"read a refutation ({j.rationale}): {(e.sentence or '')[:200]}", j.confidence, kind="revised", tier=j.tier,
+                claim, base, f"{e.source_id} {how}; only the model read a refutation ({j.rationale}): "
+                f"{(e.sentence or '')[:200]}", j.confidence, kind=kind, tier=j.tier,
             ), evidence_sentence=e.sentence)  # fmt: skip
         about = changed
         if not about:
@@ -729,6 +736,17 @@ def _other_names(claim: Claim, sentence: str | None) -> bool:
     mine = _code_names(claim.source_text or claim.text) | _code_names(claim.text)
     theirs = _code_names(sentence or "")
     return bool(mine and theirs and not mine & theirs)
+
+
+def _claim_holds(claim: Claim, sentence: str | None) -> bool:
+    """The claim holds the sentence word for word, with more of its own: a table cell or a list
+    item of several sentences, of which the newest version states one. A sentence the claim says in
+    its own words cannot refute it; only what the claim adds can differ, and that sentence does not
+    state it."""
+    key = sentence_key(sentence or "")
+    if len(key.split()) < MIN_HELD_SENTENCE_WORDS:
+        return False
+    return any(f" {key} " in f" {sentence_key(t)} " for t in (claim.text, claim.source_text) if t)
 
 
 def _unlike_model_refutation(claim: Claim, e: Evidence, j: Judgement, th: dict[str, float]) -> bool:
