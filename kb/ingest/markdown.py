@@ -6,6 +6,7 @@ import re
 
 from kb.ingest.commands import command_lines, is_shell, language_of
 from kb.ingest.common import IGNORE_END, IGNORE_START, last_sentence
+from kb.ingest.config_blocks import DEFAULT_SETTINGS_HEADERS, announces_defaults, is_yaml, setting_rows
 from kb.ingest.html_blocks import html_block
 from kb.ingest.markdown_containers import FENCE, closes_fence, unwrap_containers
 from kb.ingest.markdown_inline import inline_markdown, inline_markdown_lines
@@ -427,6 +428,9 @@ class MarkdownParser:
                     opened = len(line) - len(line.lstrip(" "))
                     info = line[fm.end() :]
                     shell = is_shell(info)
+                    section = self._section()
+                    lead = self.last_para_text if self.last_block_kind == "paragraph" else ""
+                    defaults = is_yaml(language_of(info)) and announces_defaults(section[-1] if section else "", lead)
                     code: list[tuple[str, int]] = []
                     i += 1
                     while i < nlines:
@@ -436,10 +440,14 @@ class MarkdownParser:
                         if closes_fence(inner[qm.end() :] if qm else inner, fence, opened):
                             break
                         self._reference_line(ls, le)
-                        if shell is not False:
+                        if shell is not False or defaults:
                             code.append((inner[qm.end() :], ls + qm.end()) if qm else (inner, ls))
                         i += 1
                     i += 1
+                    if defaults:
+                        for row in setting_rows(code):
+                            self._emit("table_row", [], headers=DEFAULT_SETTINGS_HEADERS, text_map=row)
+                        continue
                     for command in command_lines(code, language_of(info) if shell else ""):
                         self._emit("command", [], text_map=command)
                     continue

@@ -137,7 +137,7 @@ def parser_modules() -> tuple:
     """Every module a page's parse goes through: a change in any of them can change its blocks,
     so the cache of parsed pages and the claims cache (kb/chain/identity.py) both key on them."""
     names = ("parse", "front_matter", "offsets", "common", "markdown", "markdown_containers", "markdown_inline",
-             "html_blocks", "rst", "commands")  # fmt: skip
+             "html_blocks", "rst", "commands", "config_blocks")  # fmt: skip
     return tuple(sys.modules[f"kb.ingest.{n}"] for n in names)
 
 

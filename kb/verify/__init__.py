@@ -94,6 +94,32 @@ def _default_in_field(claim: Claim, sentence: str, section: str) -> Judgement | 
     return Judgement("supports", FIELD_DEFAULT_CONFIDENCE, "rules", f"{FIELD_DEFAULT_NOTE} ({sentence.split(' | ')[0].strip()})")
 
 
+def _flow_items(text: str) -> list[str] | None:
+    """The items of a value written as a bracketed list ("[q, <ctrl+c>]"), in one chord notation,
+    unquoted; None for any other value."""
+    text = text.strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        return None
+    return [_item_key(item) for item in text[1:-1].split(",") if item.strip()]
+
+
+def _item_key(item: str) -> str:
+    """A listed value as compared: in one chord notation, unquoted; a key that is punctuation alone
+    (">", "<") as written, where ``written_key`` keeps nothing of it."""
+    bare = item.strip().strip("'\"")
+    return written_key(chords_spelt_out(bare)) or bare
+
+
+def _listed_with_others(value: str, now: str) -> bool:
+    """The newer cell lists the claim's value, or each item of it, with others beside it: a default
+    key binding that gained an alias (``<pgdown>`` -> ``[<pgdown>, J, <ctrl+d>]``) still holds."""
+    items = _flow_items(now)
+    if not items:
+        return False
+    mine = _flow_items(value) or [_item_key(value)]
+    return bool(mine) and all(m and m in items for m in mine)
+
+
 def table_judgement(claim: Claim, sentence: str, passage: str = "", section: str = "") -> Judgement | None:
     """A table cell's claim against a table row (cells joined by " | "): nei when the row is
     another entry's; on the entry's own row with as many cells, supports when the cell in the
@@ -128,9 +154,15 @@ def table_judgement(claim: Claim, sentence: str, passage: str = "", section: str
             return Judgement("nei", OTHER_ROW_CONFIDENCE, "rules", "the entry's row changed shape: the value's place is unknown")
         return None
     now = cells[column - 1]
-    # a history note the cell ended with ("... . Since v1.19") moved out of it or went: no change
-    if written_key(now) in (value, written_key(without_history_note(claim.source_text))):
+    # a history note the cell ended with ("... . Since v1.19") moved out of it or went: no change;
+    # nor is a key chord written in another notation ("<c-t>" / "<ctrl+t>")
+    if written_key(now) in (value, written_key(without_history_note(claim.source_text))) or (
+        written_key(chords_spelt_out(now)) == written_key(chords_spelt_out(claim.source_text))
+    ):
         return Judgement("supports", SAME_ROW_CONFIDENCE, "rules", "the entry's own row holds the value in its place")
+    if _listed_with_others(claim.source_text, now):
+        return Judgement("supports", SAME_ROW_CONFIDENCE, "rules",
+                         f"the entry's own row holds the value in its place, with others listed beside it: {now}")  # fmt: skip
     if len(re.findall(rf"(?:^|\s){re.escape(cells[0])} \| ", passage)) > 1:
         # the first cell names no one entry (a "top" link on every row of an emoji table): the row
         # in view need not be the claim's, and the value in any cell of those rows still stands

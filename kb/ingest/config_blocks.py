@@ -1,0 +1,89 @@
+"""A project's default configuration written as a YAML code block, read as a table of settings.
+
+Configuration references often print the whole default configuration as one commented YAML block
+under a heading such as "Default" ("## Default", "The default configuration is as follows:").
+Each of its settings is a fact a release can change (``gui.scrollHeight: 2`` becoming ``3``, a
+setting dropped), but as a code block it is neither prose nor a shell command, so none of it was
+read. Here each setting whose value stands on one line becomes a row ``key.path | value`` under the
+headers ``Setting`` and ``Default``: claims and passages alike, so a release's rows pair with an
+older release's by setting, as any table's rows do. The comments describe the settings and are
+left out: they are reworded far more often than the values change.
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from kb.ingest.offsets import OffsetMap, TextBuilder
+
+__all__ = ["DEFAULT_SETTINGS_HEADERS", "announces_defaults", "is_yaml", "setting_rows"]
+
+DEFAULT_SETTINGS_HEADERS = ("Setting", "Default")
+_DEFAULTS = re.compile(r"\bdefaults?\b", re.IGNORECASE)
+_YAML_LANGUAGES = frozenset({"yaml", "yml"})
+MAX_VALUE_CHARS = 120  # a longer value is a script or a template, not a setting's value
+
+
+def is_yaml(language: str) -> bool:
+    return language in _YAML_LANGUAGES
+
+
+def announces_defaults(heading: str, lead_in: str) -> bool:
+    """Whether the block's own heading or the paragraph just before it says what follows is the
+    default configuration ("## Default", "The default theme used by PDM is as follows:")."""
+    return bool(_DEFAULTS.search(heading) or (lead_in.rstrip().endswith(":") and _DEFAULTS.search(lead_in)))
+
+
+def setting_rows(code: list[tuple[str, int]]) -> list[tuple[str, OffsetMap]]:
+    """Each one-line setting of a YAML block (its lines with their document offsets) as a row
+    text ``key.path | value`` with its offset map; [] for a block that is not a YAML mapping."""
+    source = "\n".join(line for line, _ in code)
+    try:
+        root = yaml.compose(source, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return []
+    if not isinstance(root, yaml.MappingNode):
+        return []
+    rows: list[tuple[str, OffsetMap]] = []
+
+    def offset(mark) -> int:
+        return code[mark.line][1] + mark.column
+
+    def walk(node: yaml.MappingNode, path: tuple[str, ...]) -> None:
+        for key, value in node.value:
+            if not isinstance(key, yaml.ScalarNode):
+                continue
+            here = (*path, key.value)
+            if isinstance(value, yaml.MappingNode) and not value.flow_style:
+                walk(value, here)
+                continue
+            if isinstance(value, yaml.SequenceNode) and not value.flow_style:
+                items = _one_line_scalars(value)
+                if items is not None:  # a list of plain values, one per line: the value as a flow list
+                    out = TextBuilder()
+                    out.add_synthetic(".".join(here), offset(key.start_mark))
+                    out.add_synthetic(f" | [{', '.join(items)}]", offset(value.start_mark))
+                    rows.append(out.build())
+                continue  # a list of structures (custom commands, pagers): examples, not one value
+            if value.start_mark.line != value.end_mark.line:
+                continue  # a value over several lines (a template, a script)
+            written = source[value.start_mark.index : value.end_mark.index].strip()
+            if not written or len(written) > MAX_VALUE_CHARS:
+                continue
+            out = TextBuilder()
+            out.add_synthetic(".".join(here), offset(key.start_mark))
+            out.add_synthetic(" | ", offset(value.start_mark))
+            out.add(written, offset(value.start_mark))
+            rows.append(out.build())
+
+    def _one_line_scalars(node: yaml.SequenceNode) -> list[str] | None:
+        items = [source[n.start_mark.index : n.end_mark.index].strip() for n in node.value
+                 if isinstance(n, yaml.ScalarNode) and n.start_mark.line == n.end_mark.line]  # fmt: skip
+        if not items or len(items) != len(node.value) or sum(map(len, items)) > MAX_VALUE_CHARS:
+            return None
+        return items
+
+    walk(root, ())
+    return rows
