@@ -81,6 +81,10 @@ def test_a_yaml_block_is_read_as_settings_only_where_it_is_announced_as_the_defa
     lead_in = "The default port can be changed.\n\n```yaml\nport: 80\n```\n"
     assert _rows("# Server\n\nThe default configuration is as follows:\n\n```yaml\nport: 80\n```\n") == ["port | 80"]
     assert _rows("# Server\n\nFor example:\n\n```yaml\nport: 80\n```\n") == []
+    # how to change a default leads into another value: "By default ..., set:" is no default
+    assert _rows("# Server\n\nBy default the server listens on port 80. To move it, set:\n\n```yaml\nport: 8080\n```\n") == []
+    assert _rows("# Server\n\n## Default detector\n\n```yaml\ndetector: cpu\n```\n") == []
+    assert _rows("# Server\n\n## Defaults\n\n```yaml\nport: 80\n```\n") == ["port | 80"]
     assert _rows(f"# Server\n\n{lead_in}") == []  # "default" in a sentence that does not lead into the block
     assert _rows("# Server\n\nEvery option and its default value:\n\n```yml\nport: 80\n```\n") == ["port | 80"]
     assert _rows("# Defaults\n\n```yaml\n- a\n- b\n```\n") == []  # not a mapping

@@ -21,7 +21,16 @@ from kb.ingest.offsets import OffsetMap, TextBuilder
 __all__ = ["DEFAULT_SETTINGS_HEADERS", "announces_defaults", "is_yaml", "setting_rows"]
 
 DEFAULT_SETTINGS_HEADERS = ("Setting", "Default")
-_DEFAULTS = re.compile(r"\bdefaults?\b", re.IGNORECASE)
+# a heading that is the defaults' own: "Default", "Defaults", "Default configuration"
+_DEFAULTS_HEADING = re.compile(r"^\s*(?:the\s+)?defaults?(?:\s+(?:config(?:uration)?|settings|values|options))?\s*$", re.I)
+# a lead-in that presents what follows as the defaults: "The default theme used by PDM is as
+# follows:", "Every option and its default value:", "If unset this defaults to:"
+_DEFAULTS_LEAD = re.compile(
+    r"\b(?:the|its|their|our|these|following)\s+defaults?\b|\bdefaults?\s+(?:are|is)\b|\bdefaults\s+to\s*:\s*$", re.I
+)
+# ... but not one that tells how to change a default: "By default, X is off. To enable it, set:"
+# leads into an example of a value other than the default
+_CHANGES_IT = re.compile(r"\bby\s+default\b|\b(?:set|change|override|enable|disable|customi[sz]e|configured?|turn|instead)\b", re.I)
 _YAML_LANGUAGES = frozenset({"yaml", "yml"})
 MAX_VALUE_CHARS = 120  # a longer value is a script or a template, not a setting's value
 
@@ -31,9 +40,14 @@ def is_yaml(language: str) -> bool:
 
 
 def announces_defaults(heading: str, lead_in: str) -> bool:
-    """Whether the block's own heading or the paragraph just before it says what follows is the
-    default configuration ("## Default", "The default theme used by PDM is as follows:")."""
-    return bool(_DEFAULTS.search(heading) or (lead_in.rstrip().endswith(":") and _DEFAULTS.search(lead_in)))
+    """Whether the block's own heading names the defaults ("## Default") or the paragraph just
+    before it, ending in a colon, presents what follows as the defaults ("The default theme used by
+    PDM is as follows:") rather than as a way to change one ("By default, Hatch respects the
+    `.gitignore`. Set `ignore-vcs` to `true` to disable this behavior:")."""
+    if _DEFAULTS_HEADING.match(heading):
+        return True
+    lead = lead_in.strip()
+    return lead.endswith(":") and bool(_DEFAULTS_LEAD.search(lead)) and not _CHANGES_IT.search(lead)
 
 
 def setting_rows(code: list[tuple[str, int]]) -> list[tuple[str, OffsetMap]]:
