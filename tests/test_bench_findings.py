@@ -162,6 +162,7 @@ def test_release_choice():
         ("frigate-v0.10.0", 0.775, 40),
         ("pdm-2.3.0", 0.625, 40),
         ("lazygit-v0.40.0", 0.7273, 11),
+        ("lazygit-v0.40.0-settings", 0.8889, 9),
         ("kind-v0.14.0", 0.7143, 35),
     ],
 )
