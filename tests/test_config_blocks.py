@@ -90,6 +90,10 @@ def test_a_yaml_block_is_read_as_settings_only_where_it_is_announced_as_the_defa
     assert _rows("# Defaults\n\n```yaml\n- a\n- b\n```\n") == []  # not a mapping
     assert _rows("# Defaults\n\n```yaml\nport: [80\n```\n") == []  # not YAML: left alone
     assert _rows("# Defaults\n\n```toml\nport = 80\n```\n") == []
+    # an alias to a mapping already read is not read again: no endless loop, no exponential blow-up
+    assert _rows("# Defaults\n\n```yaml\na: &x\n  b: 1\n  c: *x\n```\n") == ["a.b | 1"]
+    bomb = "".join(f"l{n}: &l{n}\n  x: *l{n - 1}\n  y: *l{n - 1}\n" for n in range(1, 30))
+    assert len(_rows(f"# Defaults\n\n```yaml\nl0: &l0\n  v: 1\n{bomb}```\n")) == 1
 
 
 def _cell(value: str, key: str) -> Claim:

@@ -61,11 +61,15 @@ def setting_rows(code: list[tuple[str, int]]) -> list[tuple[str, OffsetMap]]:
     if not isinstance(root, yaml.MappingNode):
         return []
     rows: list[tuple[str, OffsetMap]] = []
+    walked: set[int] = set()  # an alias names a mapping already read: read once (no loop, no blow-up)
 
     def offset(mark) -> int:
         return code[mark.line][1] + mark.column
 
     def walk(node: yaml.MappingNode, path: tuple[str, ...]) -> None:
+        if id(node) in walked:
+            return
+        walked.add(id(node))
         for key, value in node.value:
             if not isinstance(key, yaml.ScalarNode):
                 continue
