@@ -126,7 +126,6 @@ class Tracker:
         self._listeners = listeners
         self._started = time.monotonic()
         self._last_sent = float("-inf")
-        self._min_interval = MIN_INTERVAL
         self._lock = threading.Lock()
         self._closed = False
         self.skipped = 0
@@ -155,7 +154,7 @@ class Tracker:
                 return
             self.done += int(n)
             now = time.monotonic()
-            if now - self._last_sent < self._min_interval and self.done < self.total:
+            if now - self._last_sent < MIN_INTERVAL and self.done < self.total:
                 return
             self._last_sent = now
             event = self._event()

@@ -66,6 +66,23 @@ def setting_rows(code: list[tuple[str, int]]) -> list[tuple[str, OffsetMap]]:
     def offset(mark) -> int:
         return code[mark.line][1] + mark.column
 
+    def one_line_scalars(node: yaml.SequenceNode) -> list[str] | None:
+        items = [source[n.start_mark.index : n.end_mark.index].strip() for n in node.value
+                 if isinstance(n, yaml.ScalarNode) and n.start_mark.line == n.end_mark.line]  # fmt: skip
+        if not items or len(items) != len(node.value) or sum(map(len, items)) > MAX_VALUE_CHARS:
+            return None
+        return items
+
+    def add_row(path: tuple[str, ...], key: yaml.Node, value: yaml.Node, written: str, as_written: bool) -> None:
+        """``written`` maps to the value's place: character by character where the block writes
+        it so (``as_written``), else all of it to where the value starts (a list rewritten)."""
+        at = offset(value.start_mark)
+        out = TextBuilder()
+        out.add_synthetic(".".join(path), offset(key.start_mark))
+        out.add_synthetic(" | ", at)
+        (out.add if as_written else out.add_synthetic)(written, at)
+        rows.append(out.build())
+
     def walk(node: yaml.MappingNode, path: tuple[str, ...]) -> None:
         if id(node) in walked:
             return
@@ -78,30 +95,15 @@ def setting_rows(code: list[tuple[str, int]]) -> list[tuple[str, OffsetMap]]:
                 walk(value, here)
                 continue
             if isinstance(value, yaml.SequenceNode) and not value.flow_style:
-                items = _one_line_scalars(value)
+                items = one_line_scalars(value)
                 if items is not None:  # a list of plain values, one per line: the value as a flow list
-                    out = TextBuilder()
-                    out.add_synthetic(".".join(here), offset(key.start_mark))
-                    out.add_synthetic(f" | [{', '.join(items)}]", offset(value.start_mark))
-                    rows.append(out.build())
+                    add_row(here, key, value, f"[{', '.join(items)}]", as_written=False)
                 continue  # a list of structures (custom commands, pagers): examples, not one value
             if value.start_mark.line != value.end_mark.line:
                 continue  # a value over several lines (a template, a script)
             written = source[value.start_mark.index : value.end_mark.index].strip()
-            if not written or len(written) > MAX_VALUE_CHARS:
-                continue
-            out = TextBuilder()
-            out.add_synthetic(".".join(here), offset(key.start_mark))
-            out.add_synthetic(" | ", offset(value.start_mark))
-            out.add(written, offset(value.start_mark))
-            rows.append(out.build())
-
-    def _one_line_scalars(node: yaml.SequenceNode) -> list[str] | None:
-        items = [source[n.start_mark.index : n.end_mark.index].strip() for n in node.value
-                 if isinstance(n, yaml.ScalarNode) and n.start_mark.line == n.end_mark.line]  # fmt: skip
-        if not items or len(items) != len(node.value) or sum(map(len, items)) > MAX_VALUE_CHARS:
-            return None
-        return items
+            if written and len(written) <= MAX_VALUE_CHARS:
+                add_row(here, key, value, written, as_written=True)
 
     walk(root, ())
     return rows
