@@ -81,6 +81,7 @@ def test_a_yaml_block_is_read_as_settings_only_where_it_is_announced_as_the_defa
     lead_in = "The default port can be changed.\n\n```yaml\nport: 80\n```\n"
     assert _rows("# Server\n\nThe default configuration is as follows:\n\n```yaml\nport: 80\n```\n") == ["port | 80"]
     assert _rows("# Server\n\nFor example:\n\n```yaml\nport: 80\n```\n") == []
+    assert _rows("# Server\n\nAn example configuration for the default port:\n\n```yaml\nport: 8080\n```\n") == []
     # how to change a default leads into another value: "By default ..., set:" is no default
     assert _rows("# Server\n\nBy default the server listens on port 80. To move it, set:\n\n```yaml\nport: 8080\n```\n") == []
     assert _rows("# Server\n\n## Default detector\n\n```yaml\ndetector: cpu\n```\n") == []

@@ -28,9 +28,12 @@ _DEFAULTS_HEADING = re.compile(r"^\s*(?:the\s+)?defaults?(?:\s+(?:config(?:urati
 _DEFAULTS_LEAD = re.compile(
     r"\b(?:the|its|their|our|these|following)\s+defaults?\b|\bdefaults?\s+(?:are|is)\b|\bdefaults\s+to\s*:\s*$", re.I
 )
-# ... but not one that tells how to change a default: "By default, X is off. To enable it, set:"
-# leads into an example of a value other than the default
-_CHANGES_IT = re.compile(r"\bby\s+default\b|\b(?:set|change|override|enable|disable|customi[sz]e|configured?|turn|instead)\b", re.I)
+# ... but not one that tells how to change a default ("By default, X is off. To enable it, set:")
+# or calls what follows an example ("An example configuration for the default syntax:"): either
+# leads into a value other than the default
+_CHANGES_IT = re.compile(
+    r"\bby\s+default\b|\b(?:set|change|override|enable|disable|customi[sz]e|configured?|turn|instead|examples?|sample)\b", re.I
+)
 _YAML_LANGUAGES = frozenset({"yaml", "yml"})
 MAX_VALUE_CHARS = 120  # a longer value is a script or a template, not a setting's value
 
